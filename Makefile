@@ -1,0 +1,33 @@
+# `make demo` and `make test` each set up .venv first (idempotent), then run.
+VENV ?= .venv
+PYTHON ?= python3
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.rlcompare-installed
+
+.PHONY: install demo test lint bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# the CPU build of torch first, so no dependency pulls a CUDA build
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: install
+	$(VENV)/bin/rlcompare run --suite quick --jobs 2 --store rlcompare.db; status=$$?; \
+	$(VENV)/bin/rlcompare report --store rlcompare.db --out reports --format md && exit $$status
+
+test: install
+	$(PY) -m pytest
+
+lint: install
+	$(VENV)/bin/ruff check rlcompare adapters criteria tests benchmarks
+
+bench: install
+	$(PY) benchmarks/overhead.py
+
+clean:
+	rm -rf $(VENV) rlcompare.db rlcompare.db-wal rlcompare.db-shm .pytest_cache

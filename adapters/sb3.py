@@ -1,0 +1,195 @@
+"""Stable-Baselines3 adapter: PPO, A2C, DQN and SAC with SB3's own vectorized environments.
+
+Parallelism maps to SB3's only mechanism: ``workers == 1`` steps ``envs_per_worker`` environments
+in-process (DummyVecEnv); ``workers > 1`` uses SubprocVecEnv, which runs one environment per
+subprocess, so ``workers x envs_per_worker`` processes (approximate when envs_per_worker > 1).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rlcompare.adapter import Adapter, Capabilities, Fidelity, FidelityEntry, TrainingResult
+from rlcompare.errors import IncompatibleError
+from rlcompare.fidelity import Setting, entry, map_settings, only_if
+from rlcompare.hookspecs import hookimpl
+from rlcompare.workload import Workload
+
+if TYPE_CHECKING:
+    from rlcompare.context import TrainingContext
+
+
+def _per_vec_step(value: int, workload: Workload) -> int:
+    # SB3 counts train_freq in calls to VecEnv.step, each of which steps every env once.
+    return max(1, value // workload.parallelism.total_envs)
+
+
+def _divisible_by_envs(value: int, workload: Workload) -> tuple[Fidelity, str]:
+    envs = workload.parallelism.total_envs
+    if value % envs == 0:
+        return Fidelity.EXACT, f"train_freq counts vector steps of {envs} envs"
+    return Fidelity.APPROXIMATE, f"rounded to a multiple of {envs} envs"
+
+
+_ON_POLICY_COMMON = [
+    Setting("learning_rate", "learning_rate"),
+    Setting("gamma", "gamma"),
+    Setting("gae_lambda", "gae_lambda"),
+    Setting("rollout_steps", "n_steps", note="per environment, as canonical"),
+    Setting("entropy_coef", "ent_coef"),
+    Setting("value_coef", "vf_coef"),
+    Setting("max_grad_norm", "max_grad_norm"),
+    Setting("normalize_advantage", "normalize_advantage"),
+]
+
+SETTINGS: dict[str, list[Setting]] = {
+    "PPO": [
+        *_ON_POLICY_COMMON,
+        Setting("clip_range", "clip_range"),
+        Setting("minibatch_size", "batch_size"),
+        Setting("epochs", "n_epochs"),
+    ],
+    "A2C": [
+        *_ON_POLICY_COMMON,
+        Setting("optimizer", "use_rms_prop", convert=lambda value, _: value == "rmsprop"),
+    ],
+    "DQN": [
+        Setting("learning_rate", "learning_rate"),
+        Setting("gamma", "gamma"),
+        Setting("buffer_size", "buffer_size"),
+        Setting("learning_starts", "learning_starts"),
+        Setting("minibatch_size", "batch_size"),
+        Setting("train_every", "train_freq", convert=_per_vec_step, judge=_divisible_by_envs),
+        Setting("gradient_steps", "gradient_steps"),
+        Setting("target_update_interval", "target_update_interval", note="env steps, as canonical"),
+        Setting("exploration_initial_eps", "exploration_initial_eps"),
+        Setting("exploration_final_eps", "exploration_final_eps"),
+        Setting("exploration_fraction", "exploration_fraction"),
+        Setting("max_grad_norm", "max_grad_norm"),
+        Setting("double_q", None, judge=only_if(False, "SB3's DQN has no double-Q targets")),
+    ],
+    "SAC": [
+        Setting("learning_rate", "learning_rate"),
+        Setting("gamma", "gamma"),
+        Setting("buffer_size", "buffer_size"),
+        Setting("learning_starts", "learning_starts"),
+        Setting("minibatch_size", "batch_size"),
+        Setting("tau", "tau"),
+        Setting("train_every", "train_freq", convert=_per_vec_step, judge=_divisible_by_envs),
+        Setting("gradient_steps", "gradient_steps"),
+        Setting("entropy_coef", "ent_coef"),
+    ],
+}
+
+ACTIVATIONS = {"tanh": "Tanh", "relu": "ReLU"}
+
+
+class StableBaselines3Adapter(Adapter):
+    id = "sb3"
+    framework = "stable-baselines3"
+    summary = "Stable-Baselines3: PPO, A2C, DQN, SAC; DummyVecEnv / SubprocVecEnv"
+    import_name = "stable_baselines3"
+    distributions = ("stable-baselines3", "torch")
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(
+            algorithms=frozenset(SETTINGS),
+            action_spaces=frozenset({"discrete", "continuous"}),
+            vectorized_envs=True,
+            rollout_workers=True,
+            modes=frozenset({"sync"}),
+        )
+
+    def check_compatible(self, workload: Workload, action_space: str | None) -> None:
+        super().check_compatible(workload, action_space)
+        wanted = {"DQN": "discrete", "SAC": "continuous"}.get(workload.algorithm)
+        if action_space is not None and wanted is not None and action_space != wanted:
+            raise IncompatibleError(
+                f"adapter {self.id!r} cannot run workload {workload.id!r}: "
+                f"SB3's {workload.algorithm} needs a {wanted} action space, {workload.env} has {action_space}"
+            )
+
+    # -- translation -------------------------------------------------------------------------------
+
+    def native_config(self, workload: Workload) -> tuple[dict[str, Any], list[FidelityEntry]]:
+        kwargs, entries = map_settings(workload, SETTINGS[workload.algorithm])
+        net = workload.network
+        hidden = list(net.hidden_sizes)
+        if workload.algorithm in ("PPO", "A2C"):
+            net_arch: Any = {"pi": hidden, "vf": hidden}
+        elif workload.algorithm == "SAC":
+            net_arch = {"pi": hidden, "qf": hidden}
+        else:
+            net_arch = hidden
+        kwargs["policy_kwargs"] = {"net_arch": net_arch, "activation_fn": f"torch.nn.{ACTIVATIONS[net.activation]}"}
+        entries.append(entry("network.hidden_sizes", hidden, Fidelity.EXACT, "policy_kwargs.net_arch", net_arch))
+        entries.append(entry("network.activation", net.activation, Fidelity.EXACT, "policy_kwargs.activation_fn",
+                             kwargs["policy_kwargs"]["activation_fn"]))
+        entries.extend(self._parallelism_fidelity(workload))
+        return kwargs, entries
+
+    def _parallelism_fidelity(self, workload: Workload) -> list[FidelityEntry]:
+        par = workload.parallelism
+        if par.workers == 1:
+            return [
+                entry("parallelism.envs_per_worker", par.envs_per_worker, Fidelity.EXACT,
+                      "DummyVecEnv", par.envs_per_worker, "stepped sequentially in the training process"),
+                entry("parallelism.workers", 1, Fidelity.EXACT, "DummyVecEnv", 1),
+            ]
+        status = Fidelity.EXACT if par.envs_per_worker == 1 else Fidelity.APPROXIMATE
+        return [
+            entry("parallelism.envs_per_worker", par.envs_per_worker, status, "SubprocVecEnv", 1,
+                  "SubprocVecEnv runs one environment per process"),
+            entry("parallelism.workers", par.workers, status, "SubprocVecEnv(n_envs)", par.total_envs,
+                  f"{par.total_envs} subprocesses"),
+        ]
+
+    def fidelity(self, workload: Workload) -> list[FidelityEntry]:
+        return self.native_config(workload)[1]
+
+    # -- training ----------------------------------------------------------------------------------
+
+    def train(self, workload: Workload, context: TrainingContext) -> TrainingResult:
+        import stable_baselines3
+        import torch
+        from stable_baselines3.common.callbacks import BaseCallback
+        from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+        kwargs, _ = self.native_config(workload)
+        policy_kwargs = dict(kwargs.pop("policy_kwargs"))
+        policy_kwargs["activation_fn"] = getattr(torch.nn, ACTIVATIONS[workload.network.activation])
+        if workload.algorithm == "A2C" and not kwargs["use_rms_prop"]:
+            policy_kwargs["optimizer_class"] = torch.optim.Adam
+
+        factories = [context.env_factory(slot) for slot in range(workload.parallelism.total_envs)]
+        vec_env_class = DummyVecEnv if workload.parallelism.workers == 1 else SubprocVecEnv
+        env = vec_env_class(factories)
+        algorithm_class = getattr(stable_baselines3, workload.algorithm)
+        model = algorithm_class(
+            "MlpPolicy", env, seed=context.seed, device="cpu", verbose=0, policy_kwargs=policy_kwargs, **kwargs
+        )
+        deterministic = context.deterministic
+
+        def policy(observations: Any) -> Any:
+            return model.predict(observations, deterministic=deterministic)[0]
+
+        class HarnessCallback(BaseCallback):
+            def _on_step(self) -> bool:
+                context.checkpoint(policy, self.num_timesteps)
+                return True
+
+        context.start_training()
+        try:
+            model.learn(total_timesteps=workload.env_steps, callback=HarnessCallback())
+        finally:
+            context.stop_training()
+            env.close()
+        native = {"class": f"stable_baselines3.{workload.algorithm}", "vec_env": vec_env_class.__name__,
+                  "n_envs": workload.parallelism.total_envs, **kwargs,
+                  "policy_kwargs": {key: str(value) for key, value in policy_kwargs.items()}}
+        return TrainingResult(policy=policy, framework_env_steps=int(model.num_timesteps), native_config=native)
+
+
+@hookimpl
+def rlcompare_register_adapters(register: Any) -> None:
+    register.add_adapter(StableBaselines3Adapter)

@@ -1,0 +1,1 @@
+"""Built-in criteria plugins (performance and development facilitation)."""

@@ -1,0 +1,3 @@
+from rlcompare.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,128 @@
+"""The adapter contract: one class per framework, translating a workload into the framework's
+own API without ever importing the framework outside :meth:`Adapter.train`.
+
+An adapter declares what it can do (:class:`Capabilities`), says setting by setting how faithfully
+it maps a workload (:class:`FidelityEntry`), and trains with the framework's own API, calling
+``context.checkpoint(policy)`` often so the harness can evaluate on its own environments.
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from rlcompare.errors import IncompatibleError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from rlcompare.context import TrainingContext
+    from rlcompare.workload import Workload
+
+#: A policy maps a batch of observations to a batch of actions (numpy in, numpy out).
+Policy = Callable[["np.ndarray"], "np.ndarray"]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an adapter can run, declared without importing its framework."""
+
+    algorithms: frozenset[str]
+    action_spaces: frozenset[str] = frozenset({"discrete", "continuous"})
+    vectorized_envs: bool = True
+    rollout_workers: bool = False
+    modes: frozenset[str] = frozenset({"sync"})
+    max_workers: int | None = None
+
+    def refusal(self, workload: Workload, action_space: str | None) -> str | None:
+        """Why this adapter cannot run ``workload``, or None when it can."""
+        par = workload.parallelism
+        if workload.algorithm not in self.algorithms:
+            return f"algorithm {workload.algorithm} is not offered (offers {', '.join(sorted(self.algorithms))})"
+        if action_space is not None and action_space not in self.action_spaces:
+            return f"{action_space} action spaces are not supported for {workload.env}"
+        if par.mode not in self.modes:
+            return f"{par.mode} sampling is not offered"
+        if par.workers > 1 and not self.rollout_workers:
+            return "separate rollout workers are not offered"
+        if self.max_workers is not None and par.workers > self.max_workers:
+            return f"at most {self.max_workers} rollout workers"
+        if par.envs_per_worker > 1 and not self.vectorized_envs:
+            return "vectorized environments are not offered"
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        return {key: sorted(value) if isinstance(value, frozenset) else value for key, value in data.items()}
+
+
+class Fidelity(str, enum.Enum):
+    """How faithfully a canonical setting reaches the framework."""
+
+    EXACT = "exact"
+    APPROXIMATE = "approximate"
+    UNSUPPORTED = "unsupported"
+
+
+@dataclass(frozen=True)
+class FidelityEntry:
+    """One canonical setting, its framework-native counterpart and how well they match."""
+
+    setting: str
+    value: Any
+    status: Fidelity
+    native_name: str | None = None
+    native_value: Any = None
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["status"] = self.status.value
+        return data
+
+
+@dataclass
+class TrainingResult:
+    """What :meth:`Adapter.train` hands back; the harness then runs the final evaluation."""
+
+    policy: Policy
+    framework_env_steps: int | None = None
+    native_config: dict[str, Any] = field(default_factory=dict)
+
+
+class Adapter(ABC):
+    """Base class of every adapter. Subclasses set the class attributes and implement the methods."""
+
+    #: What users type in ``--adapters``.
+    id: ClassVar[str]
+    #: The registry id of the framework this adapter drives.
+    framework: ClassVar[str]
+    #: One line for ``rlcompare list adapters``.
+    summary: ClassVar[str] = ""
+    #: Module whose import proves the framework is installed (checked by ``doctor``, not ``list``).
+    import_name: ClassVar[str | None] = None
+    #: Distributions whose versions are recorded with each run.
+    distributions: ClassVar[tuple[str, ...]] = ()
+
+    @abstractmethod
+    def capabilities(self) -> Capabilities:
+        """What this adapter can run. Must not import the framework."""
+
+    @abstractmethod
+    def fidelity(self, workload: Workload) -> list[FidelityEntry]:
+        """Each canonical setting of ``workload`` and how it maps. Must not import the framework."""
+
+    @abstractmethod
+    def train(self, workload: Workload, context: TrainingContext) -> TrainingResult:
+        """Train for ``workload.env_steps`` on ``context.env_factory`` environments, calling
+        ``context.start_training()`` once everything is built and ``context.checkpoint(policy)``
+        often while training."""
+
+    def check_compatible(self, workload: Workload, action_space: str | None) -> None:
+        """Raise :class:`IncompatibleError` naming both sides when the pair cannot run."""
+        reason = self.capabilities().refusal(workload, action_space)
+        if reason is not None:
+            raise IncompatibleError(f"adapter {self.id!r} cannot run workload {workload.id!r}: {reason}")

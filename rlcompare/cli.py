@@ -1,0 +1,290 @@
+"""The ``rlcompare`` command line: list, doctor, plan, run, report.
+
+Exit status: 0 all well; 1 some runs failed (the rest stored); 2 bad usage or invalid input, with
+one line naming the offender and nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from rlcompare.errors import RLCompareError, UsageError
+
+DEFAULT_STORE = "rlcompare.db"
+DEFAULT_TIMEOUT_SECONDS = 3600.0
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (no usage dump) and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text}")
+    return value
+
+
+def _name_list(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"expected comma-separated names, got {text!r}")
+    return names
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="rlcompare", description="Compare RL frameworks on identical workloads.")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    listing = commands.add_parser("list", help="list adapters, criteria, workloads or suites")
+    listing.add_argument("kind", choices=("adapters", "criteria", "workloads", "suites"))
+    listing.add_argument("--json", action="store_true", help="machine-readable output")
+
+    doctor = commands.add_parser("doctor", help="which adapters import, library versions, host")
+    doctor.add_argument("--json", action="store_true", help="machine-readable output")
+
+    for name, text in (("plan", "print the run matrix"), ("run", "execute the run matrix")):
+        command = commands.add_parser(name, help=text)
+        command.add_argument("--suite", help="a built-in or plugin suite (see `rlcompare list suites`)")
+        command.add_argument("--workload", nargs="+", default=[], metavar="FILE", help="workload TOML files")
+        command.add_argument("--adapters", type=_name_list, metavar="A,B", help="adapters to run (default: all)")
+        command.add_argument("--seeds", type=_positive_int, metavar="N", help="seeds per workload (0..N-1)")
+        command.add_argument("--json", action="store_true", help="machine-readable output")
+        if name == "run":
+            command.add_argument("--store", default=DEFAULT_STORE, metavar="PATH", help="SQLite results store")
+            command.add_argument("--backend", choices=("local",), default="local", help="where runs execute")
+            command.add_argument("--jobs", type=_positive_int, default=1, metavar="N",
+                                 help="runs at a time (1: exclusive, for the cleanest timings)")
+            command.add_argument("--timeout", type=_positive_float, default=DEFAULT_TIMEOUT_SECONDS,
+                                 metavar="SECONDS", help="per run; a run past it is killed and stored as timeout")
+            command.add_argument("--resume", action="store_true",
+                                 help="skip runs already stored as ok with the same workload digest")
+
+    report = commands.add_parser("report", help="write reports from a results store")
+    report.add_argument("--store", default=DEFAULT_STORE, metavar="PATH", help="SQLite results store")
+    report.add_argument("--out", default="reports", metavar="DIR", help="output directory")
+    report.add_argument("--format", type=_name_list, default=["md"], metavar="FMT", help="comma-separated: md")
+    return parser
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+def _warn_plugin_errors(plugins: Any) -> None:
+    for error in plugins.errors:
+        print(f"warning: {error}", file=sys.stderr)
+
+
+def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, show_lines=False)
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*("" if cell is None else str(cell) for cell in row))
+    Console(width=160).print(table)
+
+
+# -- commands ----------------------------------------------------------------------------------------
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from rlcompare.plugins import build_plugin_manager
+
+    plugins = build_plugin_manager()
+    _warn_plugin_errors(plugins)
+    if args.kind == "adapters":
+        rows = []
+        for adapter_id, adapter_class in sorted(plugins.adapters.items()):
+            adapter = adapter_class()
+            capabilities = adapter.capabilities()
+            rows.append({
+                "id": adapter_id,
+                "framework": adapter.framework,
+                "summary": adapter.summary,
+                "plugin": plugins.plugin_origin("adapter", adapter_id),
+                "capabilities": capabilities.to_dict(),
+            })
+        if args.json:
+            _print_json(rows)
+        else:
+            _table("adapters", ("id", "framework", "algorithms", "plugin", "summary"),
+                   [(r["id"], r["framework"], ",".join(r["capabilities"]["algorithms"]), r["plugin"], r["summary"])
+                    for r in rows])
+    elif args.kind == "workloads":
+        data = [workload.to_dict() for _, workload in sorted(plugins.workloads.items())]
+        if args.json:
+            _print_json(data)
+        else:
+            _table("workloads", ("id", "env", "algorithm", "env steps", "seeds", "description"),
+                   [(w["id"], w["env"], w["algorithm"], w["env_steps"], w["seeds"], w["description"]) for w in data])
+    elif args.kind == "suites":
+        data = [{"name": s.name, "workloads": list(s.workload_ids), "description": s.description}
+                for _, s in sorted(plugins.suites.items())]
+        if args.json:
+            _print_json(data)
+        else:
+            _table("suites", ("name", "workloads", "description"),
+                   [(s["name"], ", ".join(s["workloads"]), s["description"]) for s in data])
+    else:
+        data = [
+            {"id": c.id, "title": getattr(c, "title", ""), "category": getattr(c, "category", ""),
+             "unit": getattr(c, "unit", ""), "direction": getattr(c, "direction", "")}
+            for _, c in sorted(plugins.criteria.items())
+        ]
+        if args.json:
+            _print_json(data)
+        else:
+            _table("criteria", ("id", "title", "category", "unit", "direction"),
+                   [tuple(c.values()) for c in data])
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    import importlib
+    import time
+
+    from rlcompare.host import distribution_versions, host_info
+    from rlcompare.plugins import build_plugin_manager
+
+    plugins = build_plugin_manager()
+    adapters = []
+    for adapter_id, adapter_class in sorted(plugins.adapters.items()):
+        adapter = adapter_class()
+        entry: dict[str, Any] = {"id": adapter_id, "framework": adapter.framework, "importable": True,
+                                 "error": None, "import_seconds": None}
+        if adapter.import_name:
+            started = time.perf_counter()
+            try:
+                importlib.import_module(adapter.import_name)
+                entry["import_seconds"] = round(time.perf_counter() - started, 3)
+            except Exception as exc:  # noqa: BLE001 - doctor reports every failure
+                entry.update(importable=False, error=f"{type(exc).__name__}: {exc}")
+        entry["versions"] = distribution_versions(adapter.distributions)
+        adapters.append(entry)
+    report = {
+        "host": host_info(),
+        "adapters": adapters,
+        "plugin_errors": [str(error) for error in plugins.errors],
+    }
+    if args.json:
+        _print_json(report)
+        return 0
+    host = report["host"]
+    print(f"host {host['fingerprint']}: {host['cpu_model']}, {host['usable_cpus']} usable CPUs, "
+          f"Python {host['python']}, {host['system']}")
+    _table("adapters", ("id", "framework", "imports", "versions", "error"),
+           [(a["id"], a["framework"], "yes" if a["importable"] else "NO",
+             ", ".join(f"{k} {v}" for k, v in a["versions"].items()), a["error"]) for a in adapters])
+    for error in report["plugin_errors"]:
+        print(f"plugin error: {error}")
+    return 0
+
+
+def _plan_from_args(args: argparse.Namespace) -> Any:
+    from rlcompare.plan import build_plan, resolve_workloads
+    from rlcompare.plugins import build_plugin_manager
+
+    plugins = build_plugin_manager()
+    _warn_plugin_errors(plugins)
+    workloads = resolve_workloads(plugins, args.suite, args.workload)
+    return build_plan(plugins, workloads, args.adapters, args.seeds)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    plan = _plan_from_args(args)
+    if args.json:
+        _print_json({
+            "runs": [{"run_id": r.run_id, "workload": r.workload.id, "adapter": r.adapter_id,
+                      "framework": r.framework, "seed": r.seed, "workload_digest": r.workload.digest}
+                     for r in plan.runs],
+            "refused": [{"workload": r.workload.id, "adapter": r.adapter_id, "reason": r.reason}
+                        for r in plan.refused],
+        })
+        return 0
+    for run in plan.runs:
+        print(f"{run.run_id}\tworkload={run.workload.id}\tadapter={run.adapter_id}\tseed={run.seed}"
+              f"\tenv={run.workload.env}\talgorithm={run.workload.algorithm}\tsteps={run.workload.env_steps}")
+    for refused in plan.refused:
+        print(f"refused\t{refused.reason}")
+    print(f"# {len(plan.runs)} runs, {len(plan.refused)} refused pairs", file=sys.stderr)
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from rlcompare.progress import ConsoleProgress
+    from rlcompare.runner import LocalRunner
+    from rlcompare.store import Store
+
+    plan = _plan_from_args(args)  # everything is validated before the store is touched
+    progress = ConsoleProgress(total=len(plan.runs))
+    with Store(args.store) as store:
+        runner = LocalRunner(store, jobs=args.jobs, timeout_seconds=args.timeout,
+                             on_start=progress.started, on_finish=progress.finished)
+        summary = runner.run(plan, resume=args.resume)
+    progress.close(summary, args.store)
+    if args.json:
+        _print_json({"store": args.store, "counts": dict(summary.counts), "skipped": summary.skipped,
+                     "runs": [{"run_id": o.run_id, "status": o.status} for o in summary.outcomes]})
+    return 0 if summary.all_ok else 1
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from rlcompare.report import write_reports
+    from rlcompare.store import Store
+
+    if not Path(args.store).exists():
+        raise UsageError(f"--store: no results store at {args.store} (run `rlcompare run` first)")
+    with Store(args.store) as store:
+        for path in write_reports(store, args.out, args.format):
+            print(path)
+    return 0
+
+
+COMMANDS = {"list": cmd_list, "doctor": cmd_doctor, "plan": cmd_plan, "run": cmd_run, "report": cmd_report}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        import rlcompare
+
+        print(rlcompare.__version__)
+        return 0
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return COMMANDS[args.command](args)
+    except RLCompareError as error:
+        print(f"rlcompare: error: {error}", file=sys.stderr)
+        return error.exit_status
+    except KeyboardInterrupt:
+        print("rlcompare: interrupted; finished runs are stored (use --resume)", file=sys.stderr)
+        return 130

@@ -1,0 +1,51 @@
+"""Every hook of rlcompare, in one module (pluggy project and entry-point group ``rlcompare``).
+
+Registration hooks receive a :class:`rlcompare.plugins.Register` and call its ``add_*`` methods
+(tox's pattern), so a plugin never returns loosely typed values. A plugin module implements any
+subset of them with ``@rlcompare.hookimpl``. Implementations must not import an RL framework at
+module import time: listing plugins imports every plugin module.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from rlcompare.plugins import Register
+
+PROJECT_NAME = "rlcompare"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+# -------------------------------------------------------------------------------------------------
+# registration: called once, when the plugin manager is built
+# -------------------------------------------------------------------------------------------------
+
+
+@hookspec
+def rlcompare_register_adapters(register: Register) -> None:
+    """Register adapter classes with ``register.add_adapter(AdapterClass)``.
+
+    An adapter class has a class attribute ``id`` (what users type in ``--adapters``) and a
+    ``framework`` naming its registry entry; see :class:`rlcompare.adapter.Adapter`.
+    """
+
+
+@hookspec
+def rlcompare_register_workloads(register: Register) -> None:
+    """Register workloads with ``register.add_workload(workload)`` and suites with
+    ``register.add_suite(name, workload_ids, description)``."""
+
+
+@hookspec
+def rlcompare_register_criteria(register: Register) -> None:
+    """Register scoring criteria with ``register.add_criterion(criterion)``."""
+
+
+@hookspec
+def rlcompare_register_frameworks(register: Register) -> None:
+    """Register framework registry entries with ``register.add_framework(entry)``."""

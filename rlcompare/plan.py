@@ -1,0 +1,95 @@
+"""The run matrix: workloads x adapters x seeds, made explicit before anything runs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from rlcompare.errors import IncompatibleError, UsageError
+from rlcompare.plugins import Plugins
+from rlcompare.workload import Workload, check_environment
+
+
+def run_id_for(workload_id: str, adapter_id: str, seed: int) -> str:
+    """Greppable run id: ``workload__adapter__sSEED``."""
+    return f"{workload_id}__{adapter_id}__s{seed}"
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    workload: Workload
+    adapter_id: str
+    framework: str
+    seed: int
+
+    @property
+    def run_id(self) -> str:
+        return run_id_for(self.workload.id, self.adapter_id, self.seed)
+
+
+@dataclass(frozen=True)
+class RefusedPair:
+    """An adapter x workload pair left out of the matrix, with the reason (shown, and stored)."""
+
+    workload: Workload
+    adapter_id: str
+    framework: str
+    reason: str
+
+
+@dataclass
+class Plan:
+    runs: list[PlannedRun] = field(default_factory=list)
+    refused: list[RefusedPair] = field(default_factory=list)
+
+
+def resolve_workloads(plugins: Plugins, suite: str | None, workload_files: Sequence[str]) -> list[Workload]:
+    """The workloads a command names: a suite's, or those read from files (never both)."""
+    from rlcompare.workload import load_workload_file
+
+    if suite and workload_files:
+        raise UsageError("give either --suite or --workload, not both")
+    if suite:
+        workloads = plugins.suite(suite)
+    elif workload_files:
+        workloads = [load_workload_file(path) for path in workload_files]
+    else:
+        raise UsageError("nothing to do: give --suite NAME or --workload FILE")
+    seen: set[str] = set()
+    for workload in workloads:
+        if workload.id in seen:
+            raise UsageError(f"workload id {workload.id!r} appears twice; ids must be unique in one matrix")
+        seen.add(workload.id)
+    return workloads
+
+
+def build_plan(
+    plugins: Plugins,
+    workloads: Sequence[Workload],
+    adapter_ids: Sequence[str] | None = None,
+    seeds: int | None = None,
+) -> Plan:
+    """Every (workload, adapter, seed) run. Adapters named explicitly must be able to run every
+    workload (else :class:`IncompatibleError` naming both); with all adapters, a pair an adapter
+    cannot run is recorded as refused instead."""
+    from rlcompare.envs import action_space_kind
+
+    explicit = adapter_ids is not None
+    adapters = [plugins.adapter(adapter_id) for adapter_id in (adapter_ids or sorted(plugins.adapters))]
+    plan = Plan()
+    for workload in workloads:
+        check_environment(workload)
+        if seeds is not None:
+            workload = workload.with_seeds(seeds)
+        action_space = action_space_kind(workload.env, workload.env_kwargs)
+        for adapter in adapters:
+            try:
+                adapter.check_compatible(workload, action_space)
+            except IncompatibleError as refusal:
+                if explicit:
+                    raise
+                plan.refused.append(RefusedPair(workload, adapter.id, adapter.framework, str(refusal)))
+                continue
+            for seed in workload.seed_values:
+                plan.runs.append(PlannedRun(workload, adapter.id, adapter.framework, seed))
+    return plan

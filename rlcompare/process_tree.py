@@ -1,0 +1,77 @@
+"""Measuring and stopping a run's whole process tree (the worker and everything it starts)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+
+import psutil
+
+
+@dataclass
+class TreeMonitor:
+    """Samples a process tree: peak summed RSS, CPU seconds per process, every pid ever seen."""
+
+    root_pid: int
+    peak_rss_bytes: int = 0
+    cpu_by_pid: dict[int, float] = field(default_factory=dict)
+    seen: dict[int, psutil.Process] = field(default_factory=dict)
+
+    def sample(self) -> None:
+        try:
+            root = psutil.Process(self.root_pid)
+            processes = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            processes = [process for process in self.seen.values() if _alive(process)]
+        rss = 0
+        for process in processes:
+            try:
+                with process.oneshot():
+                    rss += process.memory_info().rss
+                    times = process.cpu_times()
+                    self.cpu_by_pid[process.pid] = max(
+                        self.cpu_by_pid.get(process.pid, 0.0),
+                        times.user + times.system,
+                    )
+                self.seen.setdefault(process.pid, process)
+            except psutil.Error:
+                continue
+        self.peak_rss_bytes = max(self.peak_rss_bytes, rss)
+
+    @property
+    def cpu_seconds(self) -> float:
+        """CPU time of the tree as last sampled (a lower bound: the last interval may be missed)."""
+        return float(sum(self.cpu_by_pid.values()))
+
+    def survivors(self) -> list[psutil.Process]:
+        """Processes of this tree still alive (the root excluded once it exited)."""
+        return [process for process in self.seen.values() if _alive(process)]
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def kill_tree(monitor: TreeMonitor, grace_seconds: float = 3.0) -> None:
+    """SIGTERM the run's process group and every process it was seen with, then SIGKILL stragglers."""
+    monitor.sample()
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(monitor.root_pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for process in monitor.survivors():
+            try:
+                process.send_signal(sig)
+            except psutil.Error:
+                pass
+        deadline = time.monotonic() + (grace_seconds if sig == signal.SIGTERM else 5.0)
+        while time.monotonic() < deadline and monitor.survivors():
+            time.sleep(0.05)
+        if not monitor.survivors():
+            return

@@ -1,0 +1,153 @@
+"""Reports built from a results store: per workload, each adapter's final return with its 95%
+confidence interval over seeds, training throughput, times and memory, and what failed or was
+refused with the reason."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rlcompare.errors import UsageError
+from rlcompare.stats import Estimate, mean_with_ci
+from rlcompare.store import Store
+
+REPORT_FORMATS = ("md",)
+
+
+@dataclass
+class AdapterSummary:
+    adapter: str
+    framework: str
+    runs_ok: int
+    runs_total: int
+    final_return: Estimate
+    throughput: Estimate
+    startup_seconds: Estimate
+    training_seconds: Estimate
+    evaluation_seconds: Estimate
+    cpu_seconds: Estimate
+    peak_rss_mib: Estimate
+    steps_harness: int | None
+    steps_framework: int | None
+    solved_seeds: int | None
+    fidelity_counts: dict[str, int]
+    not_exact: list[dict[str, Any]]
+    versions: dict[str, Any]
+    failures: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+@dataclass
+class WorkloadSection:
+    workload_id: str
+    workload: dict[str, Any]
+    adapters: list[AdapterSummary]
+    refused: list[tuple[str, str]]
+
+
+def _estimate(frame: pd.DataFrame, column: str, scale: float = 1.0) -> Estimate:
+    return mean_with_ci([value * scale for value in frame[column].dropna().tolist()])
+
+
+def summarize(runs: pd.DataFrame) -> list[WorkloadSection]:
+    """Group stored runs into per-workload, per-adapter summaries."""
+    sections = []
+    for workload_id, of_workload in runs.groupby("workload_id", sort=True):
+        workload = json.loads(of_workload["workload_json"].iloc[-1])
+        refused = [
+            (row.adapter, row.error or "")
+            for row in of_workload[of_workload["status"] == "unsupported"].itertuples()
+        ]
+        summaries = []
+        attempted = of_workload[of_workload["status"] != "unsupported"]
+        for adapter, of_adapter in attempted.groupby("adapter", sort=True):
+            ok = of_adapter[of_adapter["status"] == "ok"]
+            fidelity = json.loads(ok["fidelity_json"].iloc[-1]) if len(ok) and ok["fidelity_json"].iloc[-1] else []
+            counts: dict[str, int] = {}
+            for item in fidelity:
+                counts[item["status"]] = counts.get(item["status"], 0) + 1
+            threshold = workload.get("success_threshold")
+            solved = None
+            if threshold is not None and len(ok):
+                solved = int((ok["final_return_mean"] >= threshold).sum())
+            versions = json.loads(ok["versions_json"].iloc[-1]) if len(ok) and ok["versions_json"].iloc[-1] else {}
+            summaries.append(
+                AdapterSummary(
+                    adapter=str(adapter),
+                    framework=str(of_adapter["framework"].iloc[0]),
+                    runs_ok=len(ok),
+                    runs_total=len(of_adapter),
+                    final_return=_estimate(ok, "final_return_mean"),
+                    throughput=_estimate(ok, "throughput"),
+                    startup_seconds=_estimate(ok, "startup_seconds"),
+                    training_seconds=_estimate(ok, "training_seconds"),
+                    evaluation_seconds=_estimate(ok, "evaluation_seconds"),
+                    cpu_seconds=_estimate(ok, "cpu_seconds"),
+                    peak_rss_mib=_estimate(ok, "peak_rss_bytes", 1 / 2**20),
+                    steps_harness=int(ok["env_steps"].mean()) if len(ok) else None,
+                    steps_framework=int(ok["framework_env_steps"].mean())
+                    if len(ok) and ok["framework_env_steps"].notna().all() else None,
+                    solved_seeds=solved,
+                    fidelity_counts=counts,
+                    not_exact=[item for item in fidelity if item["status"] != "exact"],
+                    versions=versions,
+                    failures=[
+                        (row.run_id, row.status, row.error or "")
+                        for row in of_adapter[of_adapter["status"] != "ok"].itertuples()
+                    ],
+                )
+            )
+        sections.append(WorkloadSection(str(workload_id), workload, summaries, refused))
+    return sections
+
+
+def _hosts(runs: pd.DataFrame) -> list[dict[str, Any]]:
+    hosts = {}
+    for text in runs["host_json"].dropna():
+        host = json.loads(text)
+        hosts[host.get("fingerprint")] = host
+    return list(hosts.values())
+
+
+def render_markdown(store: Store) -> str:
+    """The Markdown report of everything in ``store``."""
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
+    import rlcompare
+
+    runs = store.runs_frame()
+    environment = Environment(
+        loader=PackageLoader("rlcompare", "templates"), undefined=StrictUndefined,
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+    )
+    template = environment.get_template("report.md.j2")
+    return template.render(
+        version=rlcompare.__version__,
+        generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        store=str(store.path),
+        sections=summarize(runs),
+        hosts=_hosts(runs),
+        run_count=len(runs[runs["status"] != "unsupported"]),
+    )
+
+
+def write_reports(store: Store, out_dir: str | Path, formats: Sequence[str]) -> list[Path]:
+    """Write each requested format under ``out_dir``; return the files written."""
+    unknown = [name for name in formats if name not in REPORT_FORMATS]
+    if unknown:
+        raise UsageError(f"unknown report format {unknown[0]!r}; available: {', '.join(REPORT_FORMATS)}")
+    out = Path(out_dir)
+    written = []
+    renderers = {"md": ("rlcompare-report.md", render_markdown)}
+    contents = {name: renderers[name][1](store) for name in formats}  # render all before writing any
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in contents.items():
+        path = out / renderers[name][0]
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
