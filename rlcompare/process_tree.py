@@ -60,6 +60,8 @@ def _alive(process: psutil.Process) -> bool:
 def kill_tree(monitor: TreeMonitor, grace_seconds: float = 3.0) -> None:
     """SIGTERM the run's process group and every process it was seen with, then SIGKILL stragglers."""
     monitor.sample()
+    if not _group_exists(monitor.root_pid) and not monitor.survivors():
+        return
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(monitor.root_pid, sig)
@@ -75,3 +77,11 @@ def kill_tree(monitor: TreeMonitor, grace_seconds: float = 3.0) -> None:
             time.sleep(0.05)
         if not monitor.survivors():
             return
+
+
+def _group_exists(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False

@@ -165,8 +165,7 @@ class LocalRunner:
     def _finish(self, run: _Active) -> RunOutcome:
         wall = time.monotonic() - run.started
         run.log.close()
-        if run.monitor.survivors():  # a framework left processes behind: they are the run's, stop them
-            kill_tree(run.monitor)
+        kill_tree(run.monitor)  # whatever the run left behind in its process group or tree goes with it
         result_path = run.run_dir / RESULT_FILE
         result: dict[str, Any] = {}
         if result_path.exists():

@@ -138,20 +138,18 @@ class Parallelism(_Spec):
 class Network(_Spec):
     """Fully connected policy and value networks (separate, same shape)."""
 
-    hidden_sizes: tuple[int, ...] = Field((64, 64), min_length=1, description="Hidden layer widths.")
+    hidden_sizes: tuple[Annotated[int, Field(gt=0)], ...] = Field(
+        (64, 64), min_length=1, description="Hidden layer widths."
+    )
     activation: Literal["tanh", "relu"] = Field("tanh", description="Hidden activation.")
-
-    @model_validator(mode="after")
-    def _positive_sizes(self) -> Network:
-        if any(size <= 0 for size in self.hidden_sizes):
-            raise ValueError(f"hidden sizes must be positive, got {list(self.hidden_sizes)}")
-        return self
 
 
 class Evaluation(_Spec):
     """The harness's own evaluation protocol, the same for every adapter."""
 
-    interval_steps: int = Field(10_000, gt=0, description="Env steps between evaluation points.")
+    interval_steps: int | None = Field(
+        None, gt=0, description="Env steps between evaluation points (default: a tenth of the budget)."
+    )
     episodes: int = Field(10, gt=0, description="Episodes per evaluation point.")
     deterministic: bool = Field(True, description="Greedy / mean actions during evaluation.")
     seed_offset: int = Field(
@@ -192,7 +190,10 @@ class Workload(_Spec):
 
     @model_validator(mode="after")
     def _consistent(self) -> Workload:
-        if self.evaluation.interval_steps > self.env_steps:
+        if self.evaluation.interval_steps is None:
+            resolved = self.evaluation.model_copy(update={"interval_steps": max(1, self.env_steps // 10)})
+            object.__setattr__(self, "evaluation", resolved)  # frozen model: resolve the default once
+        elif self.evaluation.interval_steps > self.env_steps:
             raise ValueError(
                 f"evaluation.interval_steps ({self.evaluation.interval_steps}) exceeds "
                 f"env_steps ({self.env_steps})"
@@ -276,6 +277,8 @@ def describe_validation_error(exc: ValidationError) -> str:
             close = difflib.get_close_matches(loc[-1], list(parent.model_fields), n=1)
             if close:
                 message += f"; did you mean '{close[0]}'?"
+    elif not loc:  # a check across fields; its message names them
+        message = first["msg"].removeprefix("Value error, ")
     else:
         text = first["msg"].removeprefix("Value error, ")
         message = f"field '{field}': {text}"

@@ -1,0 +1,113 @@
+"""Training-time overhead of rlcompare: the same training run directly with the framework and
+through rlcompare's runner, in one invocation, alternating to share the machine's noise.
+
+    python benchmarks/overhead.py [--steps 20000] [--repeats 3] [--adapters sb3]
+
+Prints, per adapter, the median training seconds of each way and ``ratio`` (rlcompare / direct).
+rlcompare's figure is its stored training time (start-up and evaluation excluded, as in every
+report); the direct figure times the framework's own training call in a fresh interpreter with the
+same configuration, the same thread pinning and no evaluation. Goal: ratio <= 1.05.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from rlcompare.builtin_workloads import CARTPOLE_PPO_QUICK  # noqa: E402
+
+
+def workload_dict(steps: int) -> dict[str, Any]:
+    return {**CARTPOLE_PPO_QUICK, "id": "overhead", "env_steps": steps, "seeds": 1,
+            # few evaluation points: their time is excluded anyway, but they cost wall time here
+            "evaluation": {"interval_steps": steps // 2, "episodes": 5, "at_start": False}}
+
+
+def direct_sb3(workload: Any) -> float:
+    """SB3 called directly with the configuration the adapter builds; seconds in ``learn``."""
+    import stable_baselines3
+    import torch
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from adapters.sb3 import ACTIVATIONS, StableBaselines3Adapter
+    from rlcompare.envs import make_env
+
+    torch.set_num_threads(workload.parallelism.threads_per_worker)
+    kwargs, _ = StableBaselines3Adapter().native_config(workload)
+    policy_kwargs = dict(kwargs.pop("policy_kwargs"))
+    policy_kwargs["activation_fn"] = getattr(torch.nn, ACTIVATIONS[workload.network.activation])
+    env = DummyVecEnv([lambda: make_env(workload.env)] * workload.parallelism.total_envs)
+    model = getattr(stable_baselines3, workload.algorithm)(
+        "MlpPolicy", env, seed=0, device="cpu", verbose=0, policy_kwargs=policy_kwargs, **kwargs
+    )
+    started = time.perf_counter()
+    model.learn(total_timesteps=workload.env_steps)
+    return time.perf_counter() - started
+
+
+DIRECT = {"sb3": direct_sb3}
+
+
+def run_direct(adapter: str, steps: int) -> float:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    result = subprocess.run(
+        [sys.executable, __file__, "--direct-child", adapter, "--steps", str(steps)],
+        capture_output=True, text=True, env=env, check=True,
+    )
+    return float(json.loads(result.stdout.strip().splitlines()[-1])["seconds"])
+
+
+def run_through_rlcompare(adapter: str, steps: int) -> float:
+    from rlcompare.plan import build_plan
+    from rlcompare.plugins import build_plugin_manager
+    from rlcompare.runner import LocalRunner
+    from rlcompare.store import Store
+    from rlcompare.workload import workload_from_dict
+
+    workload = workload_from_dict(workload_dict(steps), "overhead")
+    plan = build_plan(build_plugin_manager(), [workload], [adapter])
+    with tempfile.TemporaryDirectory() as scratch, Store(Path(scratch) / "overhead.db") as store:
+        outcome = LocalRunner(store, jobs=1).run(plan).outcomes[0]
+    if outcome.status != "ok":
+        raise SystemExit(f"{adapter}: run {outcome.status}: {outcome.record.get('error')}")
+    return float(outcome.record["training_seconds"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=20_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--adapters", default=",".join(DIRECT))
+    parser.add_argument("--direct-child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.direct_child:
+        from rlcompare.workload import workload_from_dict
+
+        seconds = DIRECT[args.direct_child](workload_from_dict(workload_dict(args.steps), "overhead"))
+        print(json.dumps({"seconds": seconds}))
+        return
+    print(f"# CartPole-v1 PPO, {args.steps} env steps, {args.repeats} alternating repeats, medians")
+    for adapter in args.adapters.split(","):
+        direct, through = [], []
+        for _ in range(args.repeats):
+            direct.append(run_direct(adapter, args.steps))
+            through.append(run_through_rlcompare(adapter, args.steps))
+        d, t = statistics.median(direct), statistics.median(through)
+        print(f"{adapter}: direct {d:.2f} s  rlcompare {t:.2f} s  "
+              f"(direct {[round(x, 2) for x in direct]}, rlcompare {[round(x, 2) for x in through]})")
+        print(f"ratio {adapter} {t / d:.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""The Stable-Baselines3 adapter trained for real through the runner, with tiny budgets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rlcompare.plan import build_plan
+from rlcompare.plugins import build_plugin_manager
+from rlcompare.runner import LocalRunner
+from rlcompare.store import Store
+from rlcompare.workload import workload_from_dict
+
+pytestmark = pytest.mark.framework
+
+TINY = {
+    "PPO": {"env": "CartPole-v1", "env_steps": 512, "parallelism": {"envs_per_worker": 2},
+            "hyperparameters": {"rollout_steps": 64, "minibatch_size": 32, "epochs": 2}},
+    "A2C": {"env": "CartPole-v1", "env_steps": 400, "parallelism": {"envs_per_worker": 2}, "hyperparameters": {}},
+    "DQN": {"env": "CartPole-v1", "env_steps": 600, "hyperparameters": {"learning_starts": 100, "buffer_size": 1000}},
+    "SAC": {"env": "Pendulum-v1", "env_steps": 300,
+            "hyperparameters": {"learning_starts": 100, "minibatch_size": 32, "buffer_size": 1000}},
+}
+
+
+@pytest.fixture(scope="module")
+def sb3_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    workloads = [
+        workload_from_dict({"id": f"tiny-{algorithm.lower()}", "algorithm": algorithm, "seeds": 1,
+                            "evaluation": {"interval_steps": 200, "episodes": 2}, **spec}, "test")
+        for algorithm, spec in TINY.items()
+    ]
+    plan = build_plan(build_plugin_manager(autoload=False), workloads, ["sb3"])
+    store = Store(tmp_path_factory.mktemp("sb3") / "runs.db")
+    summary = LocalRunner(store, jobs=2, timeout_seconds=300).run(plan)
+    assert [o.status for o in summary.outcomes] == ["ok"] * 4, [o.record.get("traceback") for o in summary.outcomes]
+    return store
+
+
+@pytest.mark.parametrize("algorithm", list(TINY))
+def test_sb3_run_is_stored_with_curve_versions_and_fidelity(sb3_store: Store, algorithm: str) -> None:
+    runs = sb3_store.runs_frame().set_index("run_id")
+    run = runs.loc[f"tiny-{algorithm.lower()}__sb3__s0"]
+    assert run["status"] == "ok"
+    assert run["env_steps"] >= TINY[algorithm]["env_steps"]
+    # the harness's own count equals SB3's num_timesteps
+    assert run["framework_env_steps"] == run["env_steps"]
+    assert run["torch_threads"] == 1
+    versions = json.loads(run["versions_json"])
+    assert versions["stable-baselines3"] and versions["torch"].startswith("2.13.0")
+    fidelity = {item["setting"]: item for item in json.loads(run["fidelity_json"])}
+    assert fidelity["hyperparameters.learning_rate"]["status"] == "exact"
+    assert fidelity["network.hidden_sizes"]["native_value"] in ([64, 64], {"pi": [64, 64], "vf": [64, 64]},
+                                                                 {"pi": [64, 64], "qf": [64, 64]})
+    native = json.loads(run["native_config_json"])
+    assert native["class"] == f"stable_baselines3.{algorithm}"
+    curves = sb3_store.curves_frame()
+    curve = curves[curves["run_id"] == run.name]
+    assert len(curve) >= 3
+    assert curve["env_steps"].is_monotonic_increasing
+    assert curve["env_steps"].iloc[-1] == run["env_steps"]
+    assert run["final_return_mean"] == pytest.approx(curve["return_mean"].iloc[-1])
+
+
+def test_sb3_fidelity_flags_what_it_cannot_map() -> None:
+    from adapters.sb3 import StableBaselines3Adapter
+
+    workload = workload_from_dict(
+        {"id": "dqn", "env": "CartPole-v1", "algorithm": "DQN", "env_steps": 1000,
+         "parallelism": {"envs_per_worker": 3}, "hyperparameters": {"double_q": True, "train_every": 4}}, "test")
+    fidelity = {item.setting: item for item in StableBaselines3Adapter().fidelity(workload)}
+    assert fidelity["hyperparameters.double_q"].status.value == "unsupported"
+    assert fidelity["hyperparameters.train_every"].status.value == "approximate"
+    assert fidelity["hyperparameters.train_every"].native_value == 1
+
+
+def test_sb3_refuses_dqn_on_continuous_actions(tmp_path: Path) -> None:
+    from rlcompare.errors import IncompatibleError
+
+    workload = workload_from_dict({"id": "dqn-pendulum", "env": "Pendulum-v1", "algorithm": "DQN",
+                                   "env_steps": 1000, "hyperparameters": {}}, "test")
+    with pytest.raises(IncompatibleError, match="adapter 'sb3' cannot run workload 'dqn-pendulum'"):
+        build_plan(build_plugin_manager(autoload=False), [workload], ["sb3"])
