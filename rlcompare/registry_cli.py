@@ -1,0 +1,139 @@
+"""The ``frameworks`` and ``show framework`` commands of the ``rlcompare`` command line.
+
+``rlcompare frameworks [--json] [--where KEY=VALUE ...]`` lists and filters the registry;
+``rlcompare show framework ID [--json]`` prints one entry with the sources of every fact.
+Neither imports an RL library: the registry is data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rlcompare.errors import UnknownNameError
+
+#: The built-in plugin that registers the packaged entries.
+BUILTIN_FRAMEWORKS_PLUGIN = "rlcompare.builtin_frameworks"
+#: Columns of the ``frameworks`` table (the JSON output has every field).
+TABLE_COLUMNS = ("backend", "architecture", "synchronization", "licence", "in_survey")
+
+
+def add_commands(subparsers: Any) -> None:
+    """Add ``frameworks`` and ``show`` to the argparse sub-parsers of :mod:`rlcompare.cli`."""
+    frameworks = subparsers.add_parser(
+        "frameworks", help="list the framework registry, optionally filtered",
+        description="List the framework registry. --where KEY=VALUE keeps entries whose fact matches "
+                    "(lists match if they contain VALUE; VALUE may be 'unknown'; A,B means either).",
+    )
+    frameworks.add_argument("--json", action="store_true", help="machine-readable output (every field, with sources)")
+    frameworks.add_argument("--where", action="append", default=[], metavar="KEY=VALUE", type=_where_expression,
+                            help="filter, repeatable (ANDed), e.g. --where synchronization=asynchronous")
+
+    show = subparsers.add_parser("show", help="print one registry entry with its sources")
+    show.add_argument("kind", choices=("framework",), help="what to show")
+    show.add_argument("name", metavar="ID", help="the entry's id (see `rlcompare frameworks`)")
+    show.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _where_expression(text: str) -> str:
+    if "=" not in text or not text.partition("=")[0].strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return text
+
+
+# -- loading ---------------------------------------------------------------------------------------
+
+
+def load_registry() -> tuple[dict[str, Any], list[str]]:
+    """Entries registered by every plugin, by id, and one warning line per plugin problem.
+
+    The built-in entries' plugin is added when the core list does not name it yet, so the commands
+    work the same whether or not it is wired into ``BUILTIN_PLUGINS``.
+    """
+    from rlcompare import plugins
+    from rlcompare.registry import entries_from_registered
+
+    builtins = tuple(plugins.BUILTIN_PLUGINS)
+    if BUILTIN_FRAMEWORKS_PLUGIN not in builtins:
+        builtins = (*builtins, BUILTIN_FRAMEWORKS_PLUGIN)
+    loaded = plugins.build_plugin_manager(builtins=builtins)
+    entries, problems = entries_from_registered(loaded.frameworks)
+    return entries, [str(error) for error in loaded.errors] + problems
+
+
+def _warn(problems: Sequence[str]) -> None:
+    for problem in problems:
+        print(f"warning: {problem}", file=sys.stderr)
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return ", ".join(value) if value else "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+# -- commands --------------------------------------------------------------------------------------
+
+
+def cmd_frameworks(args: argparse.Namespace) -> int:
+    """List (and filter) the registry; exit 0 even when nothing matches."""
+    from rlcompare.registry import filter_entries, parse_condition
+
+    conditions = [parse_condition(text) for text in args.where]  # bad input fails before loading
+    entries, problems = load_registry()
+    _warn(problems)
+    selected = filter_entries(sorted(entries.values(), key=lambda e: e.id), conditions)
+    if args.json:
+        _print_json([entry.to_json_dict() for entry in selected])
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    title = f"frameworks ({len(selected)} of {len(entries)})"
+    if conditions:
+        title += " where " + " and ".join(c.text for c in conditions)
+    table = Table(title=title)
+    for column in ("id", "name", *TABLE_COLUMNS):
+        table.add_column(column)
+    for entry in selected:
+        table.add_row(entry.id, entry.name, *(_cell(entry.value(column)) for column in TABLE_COLUMNS))
+    Console(width=160).print(table)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Print one entry: every fact with its value, as-of date, note and sources."""
+    from rlcompare.registry import FIELDS
+
+    entries, problems = load_registry()
+    _warn(problems)
+    if args.name not in entries:
+        raise UnknownNameError("framework", args.name, entries, "rlcompare frameworks")
+    entry = entries[args.name]
+    if args.json:
+        _print_json(entry.to_json_dict())
+        return 0
+    print(f"{entry.name} ({entry.id})")
+    if entry.notes:
+        print(f"  {entry.notes}")
+    for name in FIELDS:
+        fact = entry.fact(name)
+        flags = ", complete list" if fact.complete else ""
+        print(f"\n{name}: {_cell(fact.value)}   [as of {fact.as_of.isoformat()}{flags}]")
+        if fact.note:
+            print(f"  note: {fact.note}")
+        for source in fact.sources:
+            print(f"  source: {source}")
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"frameworks": cmd_frameworks, "show": cmd_show}
