@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from rlcompare.errors import RLCompareError, UsageError
+from rlcompare.registry_cli import COMMANDS as REGISTRY_COMMANDS
+from rlcompare.registry_cli import add_commands as add_registry_commands
 
 DEFAULT_STORE = "rlcompare.db"
 DEFAULT_TIMEOUT_SECONDS = 3600.0
@@ -86,6 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--store", default=DEFAULT_STORE, metavar="PATH", help="SQLite results store")
     report.add_argument("--out", default="reports", metavar="DIR", help="output directory")
     report.add_argument("--format", type=_name_list, default=["md"], metavar="FMT", help="comma-separated: md")
+
+    add_registry_commands(commands)
     return parser
 
 
@@ -267,6 +271,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"list": cmd_list, "doctor": cmd_doctor, "plan": cmd_plan, "run": cmd_run, "report": cmd_report}
+COMMANDS.update(REGISTRY_COMMANDS)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,6 +14,7 @@ from typing import Any
 
 import gymnasium
 import numpy as np
+from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
 #: Slots in a counter file; an adapter gives each environment instance its own slot index.
 DEFAULT_SLOTS = 512
@@ -94,7 +95,43 @@ def action_space_kind(env_id: str, env_kwargs: dict[str, Any] | None = None) -> 
     return type(space).__name__.lower()
 
 
+CALIBRATED_ENV_ID = "rlcompare/CalibratedCartPole-v0"
+
+
+class CalibratedCartPole(CartPoleEnv):
+    """CartPole whose every step also costs ``step_cost_ms`` of busy CPU time.
+
+    CartPole's own step is cheaper than one inter-process message, so on it more rollout workers
+    only look slower. With a known CPU cost per step, the ideal throughput of ``k`` workers is
+    ``k / step_cost`` and a framework's scaling can be judged against it.
+    """
+
+    def __init__(self, step_cost_ms: float = 1.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.step_cost_seconds = step_cost_ms / 1000.0
+
+    def step(self, action: Any) -> Any:
+        import time
+
+        # Busy-wait on this thread's CPU clock, not the wall clock: the cost is CPU work, the same
+        # however loaded the machine is, so the ideal throughput stays known.
+        deadline = time.thread_time() + self.step_cost_seconds
+        while time.thread_time() < deadline:
+            pass
+        return super().step(action)
+
+
+def ideal_throughput(step_cost_ms: float, workers: int) -> float:
+    """Env steps per second that ``workers`` processes could reach if stepping were all they did."""
+    return workers * 1000.0 / step_cost_ms
+
+
 def register_builtin_envs() -> None:
     """Register rlcompare's own environments (ids under ``rlcompare/``) once per process."""
-    # Nothing yet beyond Gymnasium's own; calibrated environments register here.
-    return None
+    if CALIBRATED_ENV_ID not in gymnasium.envs.registry:
+        gymnasium.register(
+            id=CALIBRATED_ENV_ID,
+            entry_point="rlcompare.envs:CalibratedCartPole",
+            max_episode_steps=500,
+            reward_threshold=475.0,
+        )

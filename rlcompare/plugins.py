@@ -25,8 +25,11 @@ if TYPE_CHECKING:
 
 #: Built-in plugin modules, registered exactly like third-party ones.
 BUILTIN_PLUGINS: tuple[str, ...] = (
+    "rlcompare.builtin_frameworks",
     "rlcompare.builtin_workloads",
     "adapters.sb3",
+    "adapters.tianshou",
+    "adapters.rllib",
 )
 
 #: Set to ``1`` to skip third-party plugins found through entry points.

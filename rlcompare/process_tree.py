@@ -15,6 +15,7 @@ class TreeMonitor:
     """Samples a process tree: peak summed RSS, CPU seconds per process, every pid ever seen."""
 
     root_pid: int
+    run_id: str | None = None
     peak_rss_bytes: int = 0
     cpu_by_pid: dict[int, float] = field(default_factory=dict)
     seen: dict[int, psutil.Process] = field(default_factory=dict)
@@ -50,6 +51,25 @@ class TreeMonitor:
         return [process for process in self.seen.values() if _alive(process)]
 
 
+    def adopt_marked(self) -> None:
+        """Add live processes carrying this run's ``RLCOMPARE_RUN_ID`` (e.g. daemons that left the
+        tree and the process group, as Ray's may): they are the run's even if no longer its children."""
+        if self.run_id is None:
+            return
+        for process in psutil.process_iter():
+            if process.pid in self.seen or process.pid == os.getpid():
+                continue
+            try:
+                if process.environ().get(RUN_ID_ENV) == self.run_id:
+                    self.seen[process.pid] = process
+            except psutil.Error:
+                continue
+
+
+#: Every process of a run inherits this variable, so stragglers can be found after the fact.
+RUN_ID_ENV = "RLCOMPARE_RUN_ID"
+
+
 def _alive(process: psutil.Process) -> bool:
     try:
         return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
@@ -60,6 +80,7 @@ def _alive(process: psutil.Process) -> bool:
 def kill_tree(monitor: TreeMonitor, grace_seconds: float = 3.0) -> None:
     """SIGTERM the run's process group and every process it was seen with, then SIGKILL stragglers."""
     monitor.sample()
+    monitor.adopt_marked()
     if not _group_exists(monitor.root_pid) and not monitor.survivors():
         return
     for sig in (signal.SIGTERM, signal.SIGKILL):

@@ -22,9 +22,10 @@ from typing import Any
 
 from rlcompare.context import read_progress
 from rlcompare.plan import Plan, PlannedRun
-from rlcompare.process_tree import TreeMonitor, kill_tree
+from rlcompare.process_tree import RUN_ID_ENV, TreeMonitor, kill_tree
 from rlcompare.store import Store
 from rlcompare.worker import RESULT_FILE
+from rlcompare.workload import Workload
 
 SAMPLE_INTERVAL_SECONDS = 0.1
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
@@ -70,7 +71,7 @@ def worker_environment(planned: PlannedRun) -> dict[str, str]:
     for name in THREAD_ENV_VARS:
         env[name] = threads
     env["PYTHONUNBUFFERED"] = "1"
-    env["RLCOMPARE_RUN_ID"] = planned.run_id
+    env[RUN_ID_ENV] = planned.run_id
     env.pop("RAY_ADDRESS", None)
     return env
 
@@ -160,7 +161,7 @@ class LocalRunner:
         )
         if self.on_start is not None:
             self.on_start(planned)
-        return _Active(planned, process, run_dir, started, launched_at, TreeMonitor(process.pid), log)
+        return _Active(planned, process, run_dir, started, launched_at, TreeMonitor(process.pid, planned.run_id), log)
 
     def _finish(self, run: _Active) -> RunOutcome:
         wall = time.monotonic() - run.started
@@ -199,6 +200,7 @@ def _run_record(
         error = f"worker exited with status {run.process.returncode} and no result"
     training = result.get("training_seconds") or 0.0
     steps = result.get("env_steps")
+    framework_steps = result.get("framework_env_steps")
     return {
         "run_id": planned.run_id,
         "workload_id": workload.id,
@@ -217,9 +219,12 @@ def _run_record(
         "training_seconds": result.get("training_seconds"),
         "evaluation_seconds": result.get("evaluation_seconds"),
         "env_steps": steps,
-        "framework_env_steps": result.get("framework_env_steps"),
+        "framework_env_steps": framework_steps,
+        "step_count_gap": abs(steps - framework_steps) if steps is not None and framework_steps is not None else None,
+        "step_count_tolerance": workload.rollout_env_steps,
         "episodes": result.get("episodes"),
         "throughput": (steps / training) if steps and training > 0 else None,
+        "ideal_throughput": workload_ideal_throughput(workload),
         "cpu_seconds": run.monitor.cpu_seconds,
         "peak_rss_bytes": run.monitor.peak_rss_bytes,
         "final_return_mean": result.get("final_return_mean") if status == "ok" else None,
@@ -235,6 +240,16 @@ def _run_record(
         "native_config_json": result.get("native_config"),
         "traceback": result.get("traceback") or (_output_tail(run.run_dir) if status != "ok" else None),
     }
+
+
+def workload_ideal_throughput(workload: Workload) -> float | None:
+    """Known ideal env steps/s on a calibrated environment (None elsewhere)."""
+    from rlcompare.envs import CALIBRATED_ENV_ID, ideal_throughput
+
+    if workload.env != CALIBRATED_ENV_ID:
+        return None
+    step_cost_ms = float(workload.env_kwargs.get("step_cost_ms", 1.0))
+    return ideal_throughput(step_cost_ms, workload.parallelism.workers)
 
 
 def _refused_record(refused: Any) -> dict[str, Any]:

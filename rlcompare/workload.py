@@ -201,6 +201,15 @@ class Workload(_Spec):
         return self
 
     @property
+    def rollout_env_steps(self) -> int:
+        """Env steps between two updates: the tolerance when comparing step counts."""
+        hp = self.hyperparameters
+        per_env = getattr(hp, "rollout_steps", None)
+        if per_env is not None:
+            return per_env * self.parallelism.total_envs
+        return max(getattr(hp, "train_every", 1), self.parallelism.total_envs)
+
+    @property
     def seed_values(self) -> list[int]:
         return list(range(self.seeds))
 
@@ -307,7 +316,8 @@ def check_environment(workload: Workload) -> None:
     """Refuse a workload whose environment is not registered with Gymnasium (imports gymnasium)."""
     import gymnasium
 
-    import rlcompare.envs  # noqa: F401 - registers rlcompare's own environments
+    from rlcompare.envs import register_builtin_envs
 
+    register_builtin_envs()
     if workload.env not in gymnasium.envs.registry:
         raise UnknownNameError("environment", workload.env, gymnasium.envs.registry)

@@ -1,0 +1,351 @@
+"""Ray RLlib adapter (new API stack): PPO (sync) / APPO (async), DQN and SAC.
+
+Parallelism maps to RLlib's own mechanism: ``workers == 1`` samples in the training process
+(``num_env_runners=0``); ``workers > 1`` starts that many remote env runners (Ray actors), each
+stepping ``envs_per_worker`` environments as a gymnasium vector env. ``mode = "async"`` with PPO
+runs APPO, RLlib's asynchronous PPO (V-trace corrected), and is reported as approximate.
+
+Ray is started inside the run's own process on 127.0.0.1 without dashboard, with as many CPUs as
+the run asks for (one per env runner plus one for the learner), and shut down after training.
+RLlib has no A2C on its new API stack: the capabilities say so and such a pair is refused.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from typing import TYPE_CHECKING, Any
+
+from rlcompare.adapter import Adapter, Capabilities, Fidelity, FidelityEntry, TrainingResult
+from rlcompare.errors import IncompatibleError
+from rlcompare.fidelity import Setting, entry, map_settings, only_if
+from rlcompare.hookspecs import hookimpl
+from rlcompare.workload import Workload
+
+if TYPE_CHECKING:
+    from rlcompare.context import TrainingContext
+
+#: Env steps sampled per ``Algorithm.train()`` call, at least (off-policy algorithms).
+ITERATION_ENV_STEPS = 500
+
+#: Env slots per env runner in the harness's counter (worker index x this + local index).
+SLOTS_PER_RUNNER = 32
+
+
+def _total_envs(workload: Workload) -> int:
+    return workload.parallelism.total_envs
+
+
+def _fragment(value: int, workload: Workload) -> int:
+    # One training step samples rollout_fragment_length steps from every env, then updates.
+    return max(1, value // _total_envs(workload))
+
+
+def _fragment_exact(value: int, workload: Workload) -> tuple[Fidelity, str]:
+    envs = _total_envs(workload)
+    if value % envs == 0:
+        return Fidelity.EXACT, f"rollout_fragment_length x {envs} envs"
+    return Fidelity.APPROXIMATE, f"rounded to a multiple of {envs} envs"
+
+
+def _train_batch(value: int, workload: Workload) -> int:
+    return value * _total_envs(workload)
+
+
+def _epsilon_schedule(_: Any, workload: Workload) -> list[tuple[int, float]]:
+    hp = workload.hyperparameters
+    decay_steps = max(1, int(hp.exploration_fraction * workload.env_steps))
+    return [(0, hp.exploration_initial_eps), (decay_steps, hp.exploration_final_eps)]
+
+
+def _standardized_per_batch(value: bool, _: Workload) -> tuple[Fidelity, str]:
+    if value:
+        return Fidelity.APPROXIMATE, "RLlib standardizes advantages over the whole train batch, not per minibatch"
+    return Fidelity.UNSUPPORTED, "RLlib always standardizes advantages"
+
+
+_PPO = [
+    Setting("learning_rate", "lr"),
+    Setting("gamma", "gamma"),
+    Setting("gae_lambda", "lambda_"),
+    Setting("clip_range", "clip_param"),
+    Setting("rollout_steps", "rollout_fragment_length", note="per environment, as canonical"),
+    Setting("minibatch_size", "minibatch_size"),
+    Setting("epochs", "num_epochs"),
+    Setting("entropy_coef", "entropy_coeff"),
+    Setting("value_coef", "vf_loss_coeff"),
+    Setting("max_grad_norm", "grad_clip", note="grad_clip_by='global_norm'"),
+    Setting("normalize_advantage", None, judge=_standardized_per_batch),
+]
+
+SETTINGS: dict[str, list[Setting]] = {
+    "PPO": _PPO,
+    "DQN": [
+        Setting("learning_rate", "lr"),
+        Setting("gamma", "gamma"),
+        Setting("buffer_size", "replay_buffer_config.capacity", note="EpisodeReplayBuffer, uniform sampling"),
+        Setting("learning_starts", "num_steps_sampled_before_learning_starts"),
+        Setting("minibatch_size", "train_batch_size_per_learner"),
+        Setting("train_every", "rollout_fragment_length", convert=_fragment, judge=_fragment_exact),
+        Setting("gradient_steps", "training_intensity",
+                convert=lambda value, w: value * w.hyperparameters.minibatch_size / w.hyperparameters.train_every,
+                note="updates per sampling step = training_intensity x sampled / batch size"),
+        Setting("target_update_interval", "target_network_update_freq", note="sampled env steps, as canonical"),
+        Setting("exploration_initial_eps", "epsilon", convert=_epsilon_schedule),
+        Setting("exploration_final_eps", "epsilon", convert=_epsilon_schedule),
+        Setting("exploration_fraction", "epsilon", convert=_epsilon_schedule,
+                note="linear schedule [(0, initial), (fraction x budget, final)]"),
+        Setting("max_grad_norm", "grad_clip", note="grad_clip_by='global_norm'"),
+        Setting("double_q", "double_q"),
+    ],
+    "SAC": [
+        Setting("learning_rate", "actor_lr/critic_lr/alpha_lr", note="the same rate for actor, critics and alpha"),
+        Setting("gamma", "gamma"),
+        Setting("buffer_size", "replay_buffer_config.capacity", note="EpisodeReplayBuffer, uniform sampling"),
+        Setting("learning_starts", "num_steps_sampled_before_learning_starts"),
+        Setting("minibatch_size", "train_batch_size_per_learner"),
+        Setting("tau", "tau"),
+        Setting("train_every", "rollout_fragment_length", convert=_fragment, judge=_fragment_exact),
+        Setting("gradient_steps", "training_intensity",
+                convert=lambda value, w: value * w.hyperparameters.minibatch_size / w.hyperparameters.train_every),
+        Setting("entropy_coef", "target_entropy", judge=only_if("auto", "RLlib's SAC always tunes alpha"),
+                convert=lambda value, _: "auto", note="automatic alpha, target entropy -dim(A)"),
+    ],
+}
+
+
+class EnvCreator:
+    """RLlib env creator handing out the harness's counted environments, one slot per instance."""
+
+    def __init__(self, env_id: str, env_kwargs: dict[str, Any], counter_path: str) -> None:
+        self.env_id, self.env_kwargs, self.counter_path = env_id, env_kwargs, counter_path
+        self._local_index = itertools.count()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"env_id": self.env_id, "env_kwargs": self.env_kwargs, "counter_path": self.counter_path}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
+
+    def __call__(self, env_config: Any) -> Any:
+        from rlcompare.envs import EnvFactory
+
+        worker_index = int(getattr(env_config, "worker_index", 0))
+        local = next(self._local_index)
+        if local >= SLOTS_PER_RUNNER:
+            raise RuntimeError(f"more than {SLOTS_PER_RUNNER} environments in one env runner")
+        return EnvFactory(self.env_id, self.env_kwargs, self.counter_path,
+                          worker_index * SLOTS_PER_RUNNER + local)()
+
+
+class RLlibAdapter(Adapter):
+    id = "rllib"
+    framework = "rllib"
+    summary = "Ray RLlib (new API stack): PPO/APPO, DQN, SAC; env runners as Ray actors"
+    import_name = "ray.rllib"
+    distributions = ("ray", "torch")
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(
+            algorithms=frozenset(SETTINGS),
+            action_spaces=frozenset({"discrete", "continuous"}),
+            vectorized_envs=True,
+            rollout_workers=True,
+            modes=frozenset({"sync", "async"}),
+            max_workers=512 // SLOTS_PER_RUNNER - 1,
+        )
+
+    def check_compatible(self, workload: Workload, action_space: str | None) -> None:
+        super().check_compatible(workload, action_space)
+        reason = None
+        if workload.parallelism.mode == "async" and workload.algorithm != "PPO":
+            reason = "asynchronous sampling is offered for PPO (as APPO) only"
+        wanted = {"DQN": "discrete"}.get(workload.algorithm)
+        if action_space is not None and wanted is not None and action_space != wanted:
+            reason = f"RLlib's {workload.algorithm} needs a {wanted} action space, {workload.env} has {action_space}"
+        if reason:
+            raise IncompatibleError(f"adapter {self.id!r} cannot run workload {workload.id!r}: {reason}")
+
+    # -- translation -------------------------------------------------------------------------------
+
+    def algorithm_name(self, workload: Workload) -> str:
+        return "APPO" if workload.algorithm == "PPO" and workload.parallelism.mode == "async" else workload.algorithm
+
+    def native_config(self, workload: Workload) -> tuple[dict[str, Any], list[FidelityEntry]]:
+        kwargs, entries = map_settings(workload, SETTINGS[workload.algorithm])
+        net = workload.network
+        model = {"fcnet_hiddens": list(net.hidden_sizes), "fcnet_activation": net.activation,
+                 "vf_share_layers": False, "head_fcnet_hiddens": []}
+        kwargs["model_config"] = model
+        entries.append(entry("network.hidden_sizes", list(net.hidden_sizes), Fidelity.EXACT,
+                             "model_config.fcnet_hiddens", model["fcnet_hiddens"], "separate value network"))
+        entries.append(entry("network.activation", net.activation, Fidelity.EXACT,
+                             "model_config.fcnet_activation", net.activation))
+        par = workload.parallelism
+        runners = 0 if par.workers == 1 else par.workers
+        kwargs["num_env_runners"] = runners
+        kwargs["num_envs_per_env_runner"] = par.envs_per_worker
+        entries.append(entry("parallelism.workers", par.workers, Fidelity.EXACT, "num_env_runners", runners,
+                             "0: the training process samples" if runners == 0 else "remote Ray actors"))
+        entries.append(entry("parallelism.envs_per_worker", par.envs_per_worker, Fidelity.EXACT,
+                             "num_envs_per_env_runner", par.envs_per_worker, "gymnasium sync vector env"))
+        algorithm = self.algorithm_name(workload)
+        entries.append(entry("parallelism.mode", par.mode,
+                             Fidelity.EXACT if algorithm == workload.algorithm else Fidelity.APPROXIMATE,
+                             "algorithm", algorithm,
+                             "APPO: asynchronous PPO with V-trace" if algorithm == "APPO" else ""))
+        if workload.algorithm == "PPO":
+            kwargs["train_batch_size_per_learner"] = _train_batch(workload.hyperparameters.rollout_steps, workload)
+        return kwargs, entries
+
+    def fidelity(self, workload: Workload) -> list[FidelityEntry]:
+        return self.native_config(workload)[1]
+
+    def build_config(self, workload: Workload, seed: int, env: str) -> Any:
+        """The RLlib AlgorithmConfig for ``workload`` (imports RLlib)."""
+        from ray.rllib.algorithms.appo import APPOConfig
+        from ray.rllib.algorithms.dqn import DQNConfig
+        from ray.rllib.algorithms.ppo import PPOConfig
+        from ray.rllib.algorithms.sac import SACConfig
+        from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+
+        configs = {"PPO": PPOConfig, "APPO": APPOConfig, "DQN": DQNConfig, "SAC": SACConfig}
+
+        kwargs, _ = self.native_config(workload)
+        hp = workload.hyperparameters
+        config = configs[self.algorithm_name(workload)]()
+        config = (
+            config.environment(env=env)
+            .framework("torch")
+            .env_runners(
+                num_env_runners=kwargs["num_env_runners"],
+                num_envs_per_env_runner=kwargs["num_envs_per_env_runner"],
+                num_cpus_per_env_runner=1,
+                rollout_fragment_length=kwargs.get("rollout_fragment_length", "auto"),
+            )
+            .learners(num_learners=0)
+            .rl_module(model_config=DefaultModelConfig(**kwargs["model_config"]))
+            .debugging(seed=seed, log_level="ERROR")
+            # One train() call runs training steps until this many env steps were sampled: RLlib's
+            # per-iteration bookkeeping is heavy, so off-policy steps of one env step each would be
+            # dominated by it; the harness still evaluates at most this many steps late.
+            .reporting(min_time_s_per_iteration=0, min_train_timesteps_per_iteration=0,
+                       min_sample_timesteps_per_iteration=min(ITERATION_ENV_STEPS, workload.evaluation.interval_steps))
+        )
+        common = {"gamma": hp.gamma, "grad_clip": getattr(hp, "max_grad_norm", None), "grad_clip_by": "global_norm"}
+        if workload.algorithm == "PPO":
+            training = {
+                "lr": hp.learning_rate, "lambda_": hp.gae_lambda, "clip_param": hp.clip_range,
+                "train_batch_size_per_learner": kwargs["train_batch_size_per_learner"],
+                "minibatch_size": hp.minibatch_size, "num_epochs": hp.epochs,
+                "entropy_coeff": hp.entropy_coef, "vf_loss_coeff": hp.value_coef,
+                "use_kl_loss": False,  # canonical PPO: clipped objective only
+            }
+            if self.algorithm_name(workload) == "PPO":
+                training["vf_clip_param"] = float("inf")  # canonical PPO has no value clipping
+        elif workload.algorithm == "DQN":
+            training = {
+                "lr": hp.learning_rate,
+                "replay_buffer_config": {"type": "EpisodeReplayBuffer", "capacity": hp.buffer_size},
+                "num_steps_sampled_before_learning_starts": hp.learning_starts,
+                "train_batch_size_per_learner": hp.minibatch_size,
+                "target_network_update_freq": hp.target_update_interval,
+                "epsilon": kwargs["epsilon"], "double_q": hp.double_q, "dueling": False, "n_step": 1,
+                "training_intensity": kwargs["training_intensity"] if hp.gradient_steps != 1 else None,
+            }
+        else:
+            common.pop("grad_clip")
+            training = {
+                "actor_lr": hp.learning_rate, "critic_lr": hp.learning_rate, "alpha_lr": hp.learning_rate,
+                "replay_buffer_config": {"type": "EpisodeReplayBuffer", "capacity": hp.buffer_size},
+                "num_steps_sampled_before_learning_starts": hp.learning_starts,
+                "train_batch_size_per_learner": hp.minibatch_size, "tau": hp.tau, "twin_q": True,
+                "target_entropy": "auto", "n_step": 1,
+                "training_intensity": kwargs["training_intensity"] if hp.gradient_steps != 1 else None,
+            }
+        return config.training(**common, **training)
+
+    # -- training ----------------------------------------------------------------------------------
+
+    def train(self, workload: Workload, context: TrainingContext) -> TrainingResult:
+        import ray
+        from ray.tune.registry import register_env
+
+        par = workload.parallelism
+        os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a private, single-run cluster on loopback
+        ray.init(
+            num_cpus=(par.workers if par.workers > 1 else 0) + 1,
+            include_dashboard=False,
+            _node_ip_address="127.0.0.1",
+            log_to_driver=False,
+            configure_logging=False,
+            object_store_memory=256 * 2**20,
+        )
+        try:
+            env_name = f"rlcompare-{os.getpid()}"
+            creator = EnvCreator(workload.env, dict(workload.env_kwargs), str(context.counter.path))
+            register_env(env_name, creator)
+            config = self.build_config(workload, context.seed, env_name)
+            algorithm = config.build_algo()
+            policy = _module_policy(algorithm.get_module(), context.deterministic, config.normalize_actions)
+            framework_steps = 0
+            context.start_training()
+            while framework_steps < workload.env_steps:
+                result = algorithm.train()
+                framework_steps = int(result["env_runners"]["num_env_steps_sampled_lifetime"])
+                context.checkpoint(policy, framework_steps)
+            context.stop_training()
+            native = {"algorithm": self.algorithm_name(workload), **config.to_dict()}
+            native = {key: value for key, value in native.items() if _is_plain(value)}
+            algorithm.stop()
+        finally:
+            ray.shutdown()
+        return TrainingResult(policy=policy, framework_env_steps=framework_steps, native_config=native)
+
+
+def _is_plain(value: Any) -> bool:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_is_plain(item) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(key, str) and _is_plain(item) for key, item in value.items())
+    return False
+
+
+def _module_policy(module: Any, deterministic: bool, normalize_actions: bool) -> Any:
+    """A batch policy over an RLlib RLModule, acting as RLlib's env runners would (un-squashed)."""
+    import numpy as np
+    import torch
+    from ray.rllib.utils.spaces.space_utils import unsquash_action
+
+    action_space = module.action_space
+    try:
+        dist_class = module.get_inference_action_dist_cls()
+    except (KeyError, NotImplementedError, AttributeError):  # value-based modules have none
+        dist_class = None
+    continuous = hasattr(action_space, "low")
+
+    def policy(observations: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            out = module.forward_inference({"obs": torch.as_tensor(observations, dtype=torch.float32)})
+            if dist_class is not None and "action_dist_inputs" in out:
+                dist = dist_class.from_logits(out["action_dist_inputs"])
+                if deterministic:
+                    dist = dist.to_deterministic()
+                actions = dist.sample().numpy()
+            else:  # value-based modules (DQN) act greedily in inference
+                actions = out["actions"].numpy()
+        if continuous:
+            if normalize_actions:
+                actions = np.stack([unsquash_action(action, action_space) for action in actions])
+            actions = np.clip(actions, action_space.low, action_space.high)
+        return actions
+
+    return policy
+
+
+@hookimpl
+def rlcompare_register_adapters(register: Any) -> None:
+    register.add_adapter(RLlibAdapter)
