@@ -296,8 +296,9 @@ class RLlibAdapter(Adapter):
                 framework_steps = int(result["env_runners"]["num_env_steps_sampled_lifetime"])
                 context.checkpoint(policy, framework_steps)
             context.stop_training()
-            native = {"algorithm": self.algorithm_name(workload), **config.to_dict()}
-            native = {key: value for key, value in native.items() if _is_plain(value)}
+            full = {key: value for key, value in config.to_dict().items() if _is_plain(value)}
+            native = {"algorithm": self.algorithm_name(workload), **self.native_config(workload)[0],
+                      "rllib_config": full}
             algorithm.stop()
         finally:
             ray.shutdown()

@@ -56,7 +56,47 @@ def direct_sb3(workload: Any) -> float:
     return time.perf_counter() - started
 
 
-DIRECT = {"sb3": direct_sb3}
+def direct_rllib(workload: Any) -> float:
+    """RLlib called directly with the config the adapter builds, on plain (uncounted) envs;
+    seconds in the ``train()`` loop until the budget is sampled."""
+    import os
+
+    import ray
+    from ray.tune.registry import register_env
+
+    from adapters.rllib import RLlibAdapter
+    from rlcompare.envs import make_env
+
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    workers = workload.parallelism.workers
+    ray.init(num_cpus=(workers if workers > 1 else 0) + 1, include_dashboard=False,
+             _node_ip_address="127.0.0.1", log_to_driver=False, configure_logging=False,
+             object_store_memory=256 * 2**20)
+    try:
+        register_env("direct-env", lambda _config: make_env(workload.env, workload.env_kwargs))
+        algorithm = RLlibAdapter().build_config(workload, 0, "direct-env").build_algo()
+        import torch
+
+        torch.set_num_threads(workload.parallelism.threads_per_worker)
+        steps = 0
+        started = time.perf_counter()
+        while steps < workload.env_steps:
+            steps = int(algorithm.train()["env_runners"]["num_env_steps_sampled_lifetime"])
+        elapsed = time.perf_counter() - started
+        algorithm.stop()
+    finally:
+        ray.shutdown()
+    return elapsed
+
+
+def direct_tianshou(workload: Any) -> float:
+    """Tianshou called directly through the adapter's own builder, without rlcompare's context."""
+    from adapters.tianshou import train_direct
+
+    return float(train_direct(workload, 0))
+
+
+DIRECT = {"sb3": direct_sb3, "rllib": direct_rllib, "tianshou": direct_tianshou}
 
 
 def run_direct(adapter: str, steps: int) -> float:

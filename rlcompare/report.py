@@ -39,6 +39,8 @@ class AdapterSummary:
     fidelity_counts: dict[str, int]
     not_exact: list[dict[str, Any]]
     versions: dict[str, Any]
+    ideal_throughput: float | None = None
+    step_gaps: list[tuple[str, int, int]] = field(default_factory=list)
     failures: list[tuple[str, str, str]] = field(default_factory=list)
 
 
@@ -96,6 +98,13 @@ def summarize(runs: pd.DataFrame) -> list[WorkloadSection]:
                     fidelity_counts=counts,
                     not_exact=[item for item in fidelity if item["status"] != "exact"],
                     versions=versions,
+                    ideal_throughput=float(ok["ideal_throughput"].mean())
+                    if len(ok) and ok["ideal_throughput"].notna().any() else None,
+                    step_gaps=[
+                        (row.run_id, int(row.step_count_gap), int(row.step_count_tolerance))
+                        for row in ok.itertuples()
+                        if pd.notna(row.step_count_gap) and row.step_count_gap > row.step_count_tolerance
+                    ],
                     failures=[
                         (row.run_id, row.status, row.error or "")
                         for row in of_adapter[of_adapter["status"] != "ok"].itertuples()

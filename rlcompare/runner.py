@@ -221,7 +221,7 @@ def _run_record(
         "env_steps": steps,
         "framework_env_steps": framework_steps,
         "step_count_gap": abs(steps - framework_steps) if steps is not None and framework_steps is not None else None,
-        "step_count_tolerance": workload.rollout_env_steps,
+        "step_count_tolerance": workload.step_count_tolerance,
         "episodes": result.get("episodes"),
         "throughput": (steps / training) if steps and training > 0 else None,
         "ideal_throughput": workload_ideal_throughput(workload),

@@ -210,6 +210,12 @@ class Workload(_Spec):
         return max(getattr(hp, "train_every", 1), self.parallelism.total_envs)
 
     @property
+    def step_count_tolerance(self) -> int:
+        """How far the harness's step count may be from the framework's: one rollout; with
+        asynchronous sampling, one more, still in flight when the framework last reported."""
+        return self.rollout_env_steps * (2 if self.parallelism.mode == "async" else 1)
+
+    @property
     def seed_values(self) -> list[int]:
         return list(range(self.seeds))
 
