@@ -1,0 +1,613 @@
+"""Tianshou 2.0 adapter: PPO, A2C and DQN on discrete actions, SAC on continuous actions, built with
+Tianshou's procedural API (networks, ``Algorithm``, ``Collector``, ``OnPolicyTrainer`` /
+``OffPolicyTrainer``).
+
+Parallelism: ``workers == 1`` steps ``envs_per_worker`` environments in-process (DummyVectorEnv);
+``workers > 1`` uses SubprocVectorEnv, one process per environment, so ``workers x envs_per_worker``
+processes (approximate when envs_per_worker > 1). Sampling is synchronous only: Tianshou 2.0.1's
+AsyncCollector fails on its first collect with every policy used here (it indexes the empty per-step
+"policy" batch these policies produce), so ``mode = "async"`` is not offered.
+
+The harness hooks in through the trainer's ``training_fn``, which Tianshou calls before every collect
+step: it updates DQN's epsilon schedule and calls ``context.checkpoint``. The same builder serves
+:func:`train_direct`, the un-instrumented baseline of ``benchmarks/overhead.py``, so both train the
+identical configuration.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rlcompare.adapter import Adapter, Capabilities, Fidelity, FidelityEntry, TrainingResult
+from rlcompare.errors import IncompatibleError
+from rlcompare.fidelity import Judge, Setting, entry, map_settings, only_if
+from rlcompare.hookspecs import hookimpl
+from rlcompare.workload import Workload
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from rlcompare.context import TrainingContext
+
+ON_POLICY = ("PPO", "A2C")
+ACTION_SPACES = {"PPO": "discrete", "A2C": "discrete", "DQN": "discrete", "SAC": "continuous"}
+ACTIVATIONS = {"tanh": "Tanh", "relu": "ReLU"}
+#: Adam/RMSprop epsilon for the on-policy optimizers: the value of the reference implementations the
+#: canonical defaults come from (SB3's ActorCriticPolicy and CleanRL use 1e-5); Tianshou's default is 1e-8.
+ON_POLICY_OPTIM_EPS = 1e-5
+#: DQN's TD loss: Huber with delta 1 as in the Nature DQN paper and SB3 (Tianshou's default is MSE).
+DQN_HUBER_DELTA = 1.0
+
+
+# -------------------------------------------------------------------------------------------------
+# the mapping table: native names are "<component>.<keyword>", routed by component in the builder
+# -------------------------------------------------------------------------------------------------
+
+
+def _n_envs(workload: Workload) -> int:
+    return workload.parallelism.total_envs
+
+
+def _per_collect(value: int, workload: Workload) -> int:
+    # Tianshou's collector steps every env once per vector step, so a collect of n steps really
+    # collects ceil(n / n_envs) * n_envs; round down to whole vector steps as SB3's train_freq does.
+    n_envs = _n_envs(workload)
+    return n_envs * max(1, value // n_envs)
+
+
+def _divisible_by_envs(what: str) -> Judge:
+    def judge(value: int, workload: Workload) -> tuple[Fidelity, str]:
+        n_envs = _n_envs(workload)
+        if value % n_envs == 0:
+            return Fidelity.EXACT, f"{what}; whole vector steps of {n_envs} envs"
+        return Fidelity.APPROXIMATE, f"{what}; rounded to whole vector steps of {n_envs} envs"
+
+    return judge
+
+
+def _prefill_steps(value: int, workload: Workload) -> int:
+    # collect(n_step=n) collects ceil(n / n_envs) vector steps
+    n_envs = _n_envs(workload)
+    return n_envs * math.ceil(value / n_envs)
+
+
+def _gradient_steps_per_sample(value: int, workload: Workload) -> float:
+    # OffPolicyTrainer performs round(u * collected_steps) gradient steps after each collect
+    return value / workload.hyperparameters.train_every  # type: ignore[union-attr]
+
+
+def _target_update_in_updates(value: int, workload: Workload) -> int:
+    # Tianshou's DQN counts target_update_freq in gradient updates, the canonical setting in env steps
+    hp = workload.hyperparameters
+    return max(1, round(value * hp.gradient_steps / hp.train_every))  # type: ignore[union-attr]
+
+
+def _judge_target_update(value: int, workload: Workload) -> tuple[Fidelity, str]:
+    hp = workload.hyperparameters
+    updates = value * hp.gradient_steps / hp.train_every  # type: ignore[union-attr]
+    note = ("converted to gradient updates (x gradient_steps / train_every); Tianshou counts from the first "
+            "update, so it syncs at learning_starts + k x interval env steps (canonical: k x interval)")
+    whole = updates == int(updates) and updates >= 1 and hp.train_every % _n_envs(workload) == 0  # type: ignore[union-attr]
+    in_phase = hp.learning_starts % value == 0  # type: ignore[union-attr]
+    if whole and in_phase:
+        return Fidelity.EXACT, note
+    return Fidelity.APPROXIMATE, note + ("" if whole else "; rounded") + ("" if in_phase else "; out of phase")
+
+
+def _judge_minibatch(value: int, workload: Workload) -> tuple[Fidelity, str]:
+    rollout = workload.hyperparameters.rollout_steps * _n_envs(workload)  # type: ignore[union-attr]
+    if rollout % value == 0:
+        return Fidelity.EXACT, "minibatches are shuffled afresh every epoch"
+    return Fidelity.APPROXIMATE, (f"rollout of {rollout} is not a multiple of {value}: Tianshou merges the short "
+                                  "last minibatch into the one before (SB3 keeps it as a small minibatch)")
+
+
+def _judge_buffer(value: int, workload: Workload) -> tuple[Fidelity, str]:
+    n_envs = _n_envs(workload)
+    if value % n_envs == 0:
+        return Fidelity.EXACT, f"VectorReplayBuffer: {n_envs} sub-buffers of {value // n_envs}"
+    return Fidelity.APPROXIMATE, f"VectorReplayBuffer: {n_envs} sub-buffers of ceil({value}/{n_envs})"
+
+
+def _optimizer_name(value: str, _: Workload) -> str:
+    return {"adam": "AdamOptimizerFactory", "rmsprop": "RMSpropOptimizerFactory"}[value]
+
+
+def _alpha(value: float | str, _: Workload) -> Any:
+    if value == "auto":
+        return "AutoAlpha(target_entropy=-dim(A), log_alpha=0.0, optim=AdamOptimizerFactory(lr))"
+    return float(value)
+
+
+_ROLLOUT = Setting("rollout_steps", "trainer.collection_step_num_env_steps", convert=lambda v, w: v * _n_envs(w),
+                   note="step_per_collect = rollout_steps x n_envs, so each env steps rollout_steps times")
+_ON_POLICY_COMMON = [
+    Setting("gamma", "algorithm.gamma"),
+    Setting("gae_lambda", "algorithm.gae_lambda"),
+    _ROLLOUT,
+    Setting("entropy_coef", "algorithm.ent_coef"),
+    Setting("value_coef", "algorithm.vf_coef"),
+    Setting("max_grad_norm", "algorithm.max_grad_norm", note="one global norm over actor and critic"),
+]
+_OFF_POLICY_COMMON = [
+    Setting("learning_rate", "optim.lr", note="Adam, Tianshou's defaults otherwise (eps 1e-8)"),
+    Setting("gamma", "algorithm.gamma"),
+    Setting("buffer_size", "buffer.total_size", judge=_judge_buffer),
+    Setting("learning_starts", "prefill.n_step", convert=_prefill_steps,
+            judge=_divisible_by_envs("uniform random actions via Collector.collect(random=True), no updates")),
+    Setting("minibatch_size", "trainer.batch_size"),
+    Setting("train_every", "trainer.collection_step_num_env_steps", convert=_per_collect,
+            judge=_divisible_by_envs("env steps per collect, each followed by an update step")),
+    Setting("gradient_steps", "trainer.update_step_num_gradient_steps_per_sample",
+            convert=_gradient_steps_per_sample,
+            note="gradient_steps / train_every per collected step, i.e. gradient_steps per collect"),
+]
+
+SETTINGS: dict[str, list[Setting]] = {
+    "PPO": [
+        Setting("learning_rate", "optim.lr", note=f"Adam(eps={ON_POLICY_OPTIM_EPS}) as in SB3 and CleanRL"),
+        *_ON_POLICY_COMMON,
+        Setting("clip_range", "algorithm.eps_clip", note="policy ratio only; value_clip=False"),
+        Setting("minibatch_size", "trainer.batch_size", judge=_judge_minibatch),
+        Setting("epochs", "trainer.update_step_num_repetitions"),
+        Setting("normalize_advantage", "algorithm.advantage_normalization", note="per minibatch, as canonical"),
+    ],
+    "A2C": [
+        Setting("learning_rate", "optim.lr"),
+        Setting("optimizer", "optim.class", convert=_optimizer_name,
+                note=f"Adam(eps={ON_POLICY_OPTIM_EPS}) or RMSprop(alpha=0.99, eps={ON_POLICY_OPTIM_EPS}) "
+                     "as in SB3; one full-batch gradient step per rollout"),
+        *_ON_POLICY_COMMON,
+        Setting("normalize_advantage", None,
+                judge=only_if(False, "Tianshou's A2C never normalizes advantages")),
+    ],
+    "DQN": [
+        *_OFF_POLICY_COMMON,
+        Setting("target_update_interval", "algorithm.target_update_freq", convert=_target_update_in_updates,
+                judge=_judge_target_update),
+        Setting("exploration_initial_eps", "exploration.initial_eps",
+                note="linear schedule over env steps (collector count), applied with "
+                     "policy.set_eps_training before every collect"),
+        Setting("exploration_final_eps", "exploration.final_eps"),
+        Setting("exploration_fraction", "exploration.fraction", note="share of the env-step budget"),
+        Setting("max_grad_norm", "algorithm.max_grad_norm",
+                note="Tianshou's DQN builds its optimizer unclipped; a subclass hands max_grad_norm to "
+                     "Tianshou's own Algorithm.Optimizer wrapper (global norm over the Q-network)"),
+        Setting("double_q", "algorithm.is_double", note="Tianshou's default is True; passed explicitly"),
+    ],
+    "SAC": [
+        *_OFF_POLICY_COMMON,
+        Setting("tau", "algorithm.tau", note="Polyak update after every gradient step"),
+        Setting("entropy_coef", "algorithm.alpha", convert=_alpha,
+                note="'auto': AutoAlpha with target entropy -dim(A) and initial alpha 1.0 as in SB3; "
+                     "Tianshou updates alpha after the actor, SB3 before the critics"),
+    ],
+}
+
+
+# -------------------------------------------------------------------------------------------------
+# the adapter
+# -------------------------------------------------------------------------------------------------
+
+
+class TianshouAdapter(Adapter):
+    id = "tianshou"
+    framework = "tianshou"
+    summary = "Tianshou 2.0: PPO, A2C, DQN (discrete), SAC (continuous); DummyVectorEnv / SubprocVectorEnv"
+    import_name = "tianshou"
+    distributions = ("tianshou", "torch")
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(
+            algorithms=frozenset(SETTINGS),
+            action_spaces=frozenset({"discrete", "continuous"}),
+            vectorized_envs=True,
+            rollout_workers=True,
+            modes=frozenset({"sync"}),
+        )
+
+    def check_compatible(self, workload: Workload, action_space: str | None) -> None:
+        super().check_compatible(workload, action_space)
+        wanted = ACTION_SPACES[workload.algorithm]
+        if action_space is not None and action_space != wanted:
+            raise IncompatibleError(
+                f"adapter {self.id!r} cannot run workload {workload.id!r}: this adapter runs "
+                f"{workload.algorithm} on {wanted} action spaces only, {workload.env} has {action_space}"
+            )
+
+    # -- translation -------------------------------------------------------------------------------
+
+    def native_config(self, workload: Workload) -> tuple[dict[str, dict[str, Any]], list[FidelityEntry]]:
+        """Native settings grouped by component (algorithm, trainer, optim, ...) and the fidelity entries."""
+        flat, entries = map_settings(workload, SETTINGS[workload.algorithm])
+        config: dict[str, dict[str, Any]] = {}
+        for name, value in flat.items():
+            component, keyword = name.split(".", 1)
+            config.setdefault(component, {})[keyword] = value
+        fixed, fixed_note = _fixed_choices(workload.algorithm)
+        config.setdefault("algorithm", {}).update(fixed)
+        if workload.algorithm == "A2C":
+            # one full-batch gradient step per rollout, as A2C is defined
+            config.setdefault("trainer", {}).update(batch_size=None, update_step_num_repetitions=1)
+        config["optim"].setdefault("class", "AdamOptimizerFactory")
+        if workload.algorithm in ON_POLICY:
+            config["optim"]["eps"] = ON_POLICY_OPTIM_EPS
+            if config["optim"]["class"] == "RMSpropOptimizerFactory":
+                config["optim"]["alpha"] = 0.99
+        entries.insert(0, entry("algorithm", workload.algorithm, Fidelity.EXACT,
+                                f"tianshou.algorithm.{workload.algorithm}", fixed, fixed_note))
+        net = workload.network
+        hidden = list(net.hidden_sizes)
+        activation = f"torch.nn.{ACTIVATIONS[net.activation]}"
+        shapes = _network_shapes(workload.algorithm, hidden)
+        config["network"] = {"hidden_sizes": hidden, "activation": activation, "layout": shapes}
+        if workload.algorithm == "DQN":
+            init_note = "one Q-network and its target copy; PyTorch's default weight initialisation"
+        else:
+            init_note = "separate networks, no shared layers; PyTorch's default weight initialisation"
+        if workload.algorithm in ON_POLICY:
+            init_note += " (SB3 uses orthogonal initialisation for PPO/A2C)"
+        entries.append(entry("network.hidden_sizes", hidden, Fidelity.EXACT, "Net(hidden_sizes)", shapes, init_note))
+        entries.append(entry("network.activation", net.activation, Fidelity.EXACT, "Net(activation)", activation))
+        venv, venv_entries = _parallelism(workload)
+        config["venv"] = venv
+        entries.extend(venv_entries)
+        return config, entries
+
+    def fidelity(self, workload: Workload) -> list[FidelityEntry]:
+        return self.native_config(workload)[1]
+
+    # -- training ----------------------------------------------------------------------------------
+
+    def train(self, workload: Workload, context: TrainingContext) -> TrainingResult:
+        config, _ = self.native_config(workload)
+        factories = [context.env_factory(slot) for slot in range(workload.parallelism.total_envs)]
+        setup = build(workload, config, factories, context.seed)
+        policy = setup.policy_fn(context.deterministic)
+
+        def on_collect(framework_steps: int) -> None:
+            context.checkpoint(policy, framework_steps)
+
+        context.start_training()
+        try:
+            setup.run(on_collect)
+        finally:
+            context.stop_training()
+            setup.close()
+        return TrainingResult(policy=policy, framework_env_steps=setup.env_steps, native_config=setup.native)
+
+
+@hookimpl
+def rlcompare_register_adapters(register: Any) -> None:
+    register.add_adapter(TianshouAdapter)
+
+
+def _fixed_choices(algorithm: str) -> tuple[dict[str, Any], str]:
+    """Tianshou keywords with no canonical counterpart, pinned to the canonical (SB3-style) semantics."""
+    if algorithm == "PPO":
+        return ({"value_clip": False, "dual_clip": None, "recompute_advantage": False, "return_scaling": False},
+                "clipped surrogate only: no value clipping, no dual clip, advantages computed once per "
+                "rollout, no return scaling; GAE bootstraps on truncation")
+    if algorithm == "A2C":
+        return {"return_scaling": False}, "no return scaling; GAE bootstraps on truncation"
+    if algorithm == "DQN":
+        return ({"huber_loss_delta": DQN_HUBER_DELTA, "n_step_return_horizon": 1},
+                "Huber TD loss (delta 1) as in Nature DQN and SB3; 1-step targets")
+    return ({"n_step_return_horizon": 1},
+            "two critics with Polyak targets, tanh-squashed Gaussian actor; 1-step targets")
+
+
+def _network_shapes(algorithm: str, hidden: list[int]) -> dict[str, list[int]]:
+    if algorithm in ON_POLICY:
+        return {"actor": hidden, "critic": hidden}
+    if algorithm == "SAC":
+        return {"actor": hidden, "critic1": hidden, "critic2": hidden}
+    return {"q": hidden}
+
+
+def _parallelism(workload: Workload) -> tuple[dict[str, Any], list[FidelityEntry]]:
+    par = workload.parallelism
+    n_envs = par.total_envs
+    if par.workers == 1:
+        venv = {"class": "DummyVectorEnv", "n_envs": n_envs}
+        entries = [
+            entry("parallelism.envs_per_worker", par.envs_per_worker, Fidelity.EXACT, "DummyVectorEnv", n_envs,
+                  "stepped sequentially in the training process"),
+            entry("parallelism.workers", 1, Fidelity.EXACT, "DummyVectorEnv", 1),
+            entry("parallelism.mode", par.mode, Fidelity.EXACT, "Collector", "sync"),
+        ]
+        return venv, entries
+    status = Fidelity.EXACT if par.envs_per_worker == 1 else Fidelity.APPROXIMATE
+    venv = {"class": "SubprocVectorEnv", "n_envs": n_envs}
+    entries = [
+        entry("parallelism.envs_per_worker", par.envs_per_worker, status, "SubprocVectorEnv", 1,
+              "SubprocVectorEnv runs one environment per process"),
+        entry("parallelism.workers", par.workers, status, "SubprocVectorEnv(env_fns)", n_envs,
+              f"{n_envs} subprocesses"),
+    ]
+    entries.append(entry("parallelism.mode", "sync", Fidelity.EXACT, "Collector", "sync"))
+    return venv, entries
+
+
+# -------------------------------------------------------------------------------------------------
+# the builder, shared by the adapter and the overhead benchmark's direct baseline
+# -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TianshouSetup:
+    """Everything built for one training run; :meth:`run` trains, :attr:`env_steps` is Tianshou's count."""
+
+    workload: Workload
+    algorithm: Any
+    collector: Any
+    trainer_params: dict[str, Any]
+    prefill_steps: int
+    epsilon: Callable[[int], float] | None
+    native: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def policy(self) -> Any:
+        return self.algorithm.policy
+
+    @property
+    def env_steps(self) -> int:
+        """Env steps as Tianshou counts them: every step the training collector collected."""
+        return int(self.collector.collect_step)
+
+    def run(self, on_collect: Callable[[int], None] | None = None) -> None:
+        """Train for the workload's budget; ``on_collect(steps)`` runs before every collect."""
+        from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
+
+        budget = self.workload.env_steps
+        if on_collect is not None:
+            on_collect(self.env_steps)
+        if self.prefill_steps:
+            # off-policy warm-up: uniform random actions, no updates (SB3's learning_starts)
+            self.collector.collect(n_step=min(self.prefill_steps, budget), random=True)
+        remaining = budget - self.env_steps
+        if remaining <= 0:
+            return
+
+        def training_fn(_epoch: int, _trainer_step: int) -> None:
+            steps = self.env_steps
+            if self.epsilon is not None:
+                self.policy.set_eps_training(self.epsilon(steps))
+            if on_collect is not None:
+                on_collect(steps)
+
+        params_class = OnPolicyTrainerParams if self.workload.algorithm in ON_POLICY else OffPolicyTrainerParams
+        params = params_class(
+            training_collector=self.collector,
+            test_collector=None,  # the harness evaluates, on its own environments
+            max_epochs=1,
+            epoch_num_steps=remaining,  # Tianshou stops after the collect that reaches it
+            training_fn=training_fn,
+            verbose=False,
+            show_progress=False,
+            **self.trainer_params,
+        )
+        # the collector was reset (and possibly pre-filled) already: keep its episodes and counts
+        self.algorithm.create_trainer(params).run(reset_collectors=False)
+
+    def policy_fn(self, deterministic: bool) -> Callable[[np.ndarray], np.ndarray]:
+        """A batch-observations -> batch-actions numpy callable over the live policy."""
+        import numpy as np
+        import torch
+        from tianshou.data import Batch, to_numpy
+        from tianshou.utils.torch_utils import policy_within_training_step, torch_train_mode
+
+        policy = self.policy
+        # PPO/A2C/SAC: the distribution's mode when deterministic, a sample otherwise
+        if hasattr(policy, "deterministic_eval"):
+            policy.deterministic_eval = deterministic
+        epsilon_greedy = hasattr(policy, "set_eps_inference")
+
+        def act(observations: np.ndarray) -> np.ndarray:
+            batch = Batch(obs=np.asarray(observations), info=None)
+            with torch.no_grad(), policy_within_training_step(policy, enabled=False), \
+                    torch_train_mode(policy, enabled=False):
+                actions = to_numpy(policy(batch).act)
+                if epsilon_greedy:
+                    # DQN: greedy when deterministic, else epsilon-greedy at the current training epsilon
+                    # (what SB3's DQN.predict does)
+                    policy.set_eps_inference(0.0 if deterministic else policy.eps_training)
+                    actions = policy.add_exploration_noise(actions, batch)
+                return np.asarray(policy.map_action(actions))
+
+        return act
+
+    def close(self) -> None:
+        if not self.collector.env.is_closed:
+            self.collector.env.close()
+
+
+def build(workload: Workload, config: dict[str, dict[str, Any]], env_fns: Sequence[Callable[[], Any]],
+          seed: int) -> TianshouSetup:
+    """Build networks, algorithm, vector env and collector for ``workload`` as ``config`` says."""
+    import numpy as np
+    import torch
+    from tianshou.data import Collector, VectorReplayBuffer
+    from tianshou.env import DummyVectorEnv, SubprocVectorEnv
+
+    random.seed(seed)
+    np.random.seed(seed)  # Tianshou draws epsilon-greedy actions and replay samples from numpy's global RNG
+    torch.manual_seed(seed)
+
+    venv_config = config["venv"]
+    if venv_config["class"] == "DummyVectorEnv":
+        venv = DummyVectorEnv(list(env_fns))
+    else:
+        venv = SubprocVectorEnv(list(env_fns))
+    # seed before the collector copies the action spaces (random pre-fill samples from those copies)
+    venv.seed(seed)  # env i gets seed + i, as SB3 does
+    observation_space = venv.observation_space[0]
+    action_space = venv.action_space[0]
+    n_envs = len(venv)
+
+    algorithm_kwargs = dict(config["algorithm"])
+    trainer_params = dict(config["trainer"])
+    epsilon = None
+    prefill = 0
+    if workload.algorithm in ON_POLICY:
+        algorithm = _build_on_policy(workload, config, algorithm_kwargs, observation_space, action_space)
+        # emptied after every update; each env's sub-buffer holds exactly its rollout_steps
+        buffer = VectorReplayBuffer(trainer_params["collection_step_num_env_steps"], n_envs)
+        exploration_noise = False
+    else:
+        buffer_size = config["buffer"]["total_size"]
+        buffer = VectorReplayBuffer(buffer_size, n_envs)
+        prefill = config["prefill"]["n_step"]
+        if workload.algorithm == "DQN":
+            algorithm = _build_dqn(workload, config, algorithm_kwargs, observation_space, action_space)
+            epsilon = _linear_epsilon(config["exploration"], workload.env_steps)
+            algorithm.policy.set_eps_training(epsilon(0))
+            exploration_noise = True  # epsilon-greedy is applied by the collector
+        else:
+            algorithm = _build_sac(workload, config, algorithm_kwargs, observation_space, action_space)
+            exploration_noise = False  # SAC explores by sampling its own Gaussian
+    collector = Collector(algorithm, venv, buffer, exploration_noise=exploration_noise)
+    collector.reset()
+    native = {
+        "class": f"tianshou.algorithm.{workload.algorithm}",
+        **{key: value for key, value in config.items() if key != "algorithm"},
+        "algorithm": {key: _plain(value) for key, value in algorithm_kwargs.items()},
+        "buffer": {"class": "VectorReplayBuffer", "total_size": buffer.maxsize, "buffer_num": n_envs},
+        "collector_exploration_noise": exploration_noise,
+    }
+    return TianshouSetup(workload, algorithm, collector, trainer_params, prefill, epsilon, native)
+
+
+def _plain(value: Any) -> Any:
+    return value if value is None or isinstance(value, (bool, int, float, str)) else repr(value)
+
+
+def _linear_epsilon(schedule: dict[str, Any], budget: int) -> Callable[[int], float]:
+    start, end = float(schedule["initial_eps"]), float(schedule["final_eps"])
+    decay_steps = schedule["fraction"] * budget
+
+    def epsilon(env_steps: int) -> float:
+        # SB3's linear schedule: from start to end over the first fraction of the budget, then flat
+        return end if env_steps >= decay_steps else start + (end - start) * env_steps / decay_steps
+
+    return epsilon
+
+
+def _activation(workload: Workload) -> Any:
+    import torch
+
+    return getattr(torch.nn, ACTIVATIONS[workload.network.activation])
+
+
+def _optim_factory(config: dict[str, dict[str, Any]]) -> Any:
+    from tianshou.algorithm.optim import AdamOptimizerFactory, RMSpropOptimizerFactory
+
+    optim = dict(config["optim"])
+    name = optim.pop("class")
+    factory_class = RMSpropOptimizerFactory if name == "RMSpropOptimizerFactory" else AdamOptimizerFactory
+    return factory_class(**optim)
+
+
+def _build_on_policy(workload: Workload, config: dict[str, dict[str, Any]], kwargs: dict[str, Any],
+                     observation_space: Any, action_space: Any) -> Any:
+    from tianshou.algorithm import A2C, PPO
+    from tianshou.algorithm.modelfree.reinforce import DiscreteActorPolicy
+    from tianshou.utils.net.common import Net
+    from tianshou.utils.net.discrete import DiscreteActor, DiscreteCritic
+
+    hidden = workload.network.hidden_sizes
+    activation = _activation(workload)
+    obs_shape = observation_space.shape
+    actor = DiscreteActor(
+        preprocess_net=Net(state_shape=obs_shape, hidden_sizes=hidden, activation=activation),
+        action_shape=int(action_space.n),
+        softmax_output=False,  # logits, for the default Categorical(logits=...) distribution
+    )
+    critic = DiscreteCritic(preprocess_net=Net(state_shape=obs_shape, hidden_sizes=hidden, activation=activation))
+    policy = DiscreteActorPolicy(actor=actor, action_space=action_space, observation_space=observation_space,
+                                 deterministic_eval=True)
+    algorithm_class = PPO if workload.algorithm == "PPO" else A2C
+    return algorithm_class(policy=policy, critic=critic, optim=_optim_factory(config), **kwargs)
+
+
+def _build_dqn(workload: Workload, config: dict[str, dict[str, Any]], kwargs: dict[str, Any],
+               observation_space: Any, action_space: Any) -> Any:
+    from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
+    from tianshou.utils.net.common import Net
+
+    model = Net(state_shape=observation_space.shape, action_shape=int(action_space.n),
+                hidden_sizes=workload.network.hidden_sizes, activation=_activation(workload))
+    policy = DiscreteQLearningPolicy(model=model, action_space=action_space, observation_space=observation_space)
+    kwargs = dict(kwargs)
+    max_grad_norm = kwargs.pop("max_grad_norm")
+    return _clipped_dqn_class(max_grad_norm)(policy=policy, optim=_optim_factory(config), **kwargs)
+
+
+def _clipped_dqn_class(max_grad_norm: float) -> type:
+    from tianshou.algorithm import DQN
+
+    class ClippedDQN(DQN):
+        """Tianshou's DQN whose optimizer clips the global gradient norm (Tianshou's own clipping,
+        which its DQN does not switch on)."""
+
+        def _create_policy_optimizer(self, optim: Any) -> Any:
+            return self._create_optimizer(self.policy, optim, max_grad_norm=max_grad_norm)
+
+    return ClippedDQN
+
+
+def _build_sac(workload: Workload, config: dict[str, dict[str, Any]], kwargs: dict[str, Any],
+               observation_space: Any, action_space: Any) -> Any:
+    import numpy as np
+    from tianshou.algorithm import SAC
+    from tianshou.algorithm.modelfree.sac import AutoAlpha, SACPolicy
+    from tianshou.utils.net.common import Net
+    from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
+
+    hidden = workload.network.hidden_sizes
+    activation = _activation(workload)
+    obs_shape, act_shape = observation_space.shape, action_space.shape
+    actor = ContinuousActorProbabilistic(
+        preprocess_net=Net(state_shape=obs_shape, hidden_sizes=hidden, activation=activation),
+        action_shape=act_shape,
+        unbounded=True,  # SAC squashes with tanh itself
+        conditioned_sigma=True,  # state-dependent log-std, clamped to [-20, 2] as in SB3
+    )
+
+    def critic() -> Any:
+        return ContinuousCritic(preprocess_net=Net(state_shape=obs_shape, action_shape=act_shape,
+                                                   hidden_sizes=hidden, activation=activation, concat=True))
+
+    policy = SACPolicy(actor=actor, action_space=action_space, observation_space=observation_space,
+                       deterministic_eval=True)
+    kwargs = dict(kwargs)
+    optim = _optim_factory(config)
+    if isinstance(kwargs["alpha"], str):  # 'auto', spelled out by _alpha for the report
+        kwargs["alpha"] = AutoAlpha(target_entropy=-float(np.prod(act_shape)), log_alpha=0.0, optim=optim)
+    return SAC(policy=policy, policy_optim=optim, critic=critic(), critic_optim=optim, critic2=critic(),
+               critic2_optim=optim, **kwargs)
+
+
+def train_direct(workload: Workload, seed: int = 0) -> float:
+    """Tianshou alone with the adapter's configuration: no harness context, no counting wrapper and
+    no evaluation. Returns the seconds spent training (pre-fill included, building excluded); pins
+    torch's threads as the harness does. For ``benchmarks/overhead.py``."""
+    import torch
+
+    from rlcompare.envs import EnvFactory
+
+    config, _ = TianshouAdapter().native_config(workload)
+    factories = [EnvFactory(workload.env, dict(workload.env_kwargs)) for _ in range(workload.parallelism.total_envs)]
+    setup = build(workload, config, factories, seed)
+    torch.set_num_threads(workload.parallelism.threads_per_worker)
+    started = time.perf_counter()
+    try:
+        setup.run()
+        return time.perf_counter() - started
+    finally:
+        setup.close()

@@ -1,0 +1,151 @@
+"""The Tianshou adapter trained for real through the runner, with tiny budgets."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from rlcompare.errors import IncompatibleError
+from rlcompare.plan import build_plan
+from rlcompare.plugins import build_plugin_manager
+from rlcompare.runner import LocalRunner
+from rlcompare.store import Store
+from rlcompare.workload import Workload, workload_from_dict
+
+pytestmark = pytest.mark.framework
+
+TINY = {
+    "PPO": {"env": "CartPole-v1", "env_steps": 512, "parallelism": {"envs_per_worker": 2},
+            "hyperparameters": {"rollout_steps": 64, "minibatch_size": 32, "epochs": 2}},
+    "A2C": {"env": "CartPole-v1", "env_steps": 400, "parallelism": {"envs_per_worker": 2}, "hyperparameters": {}},
+    "DQN": {"env": "CartPole-v1", "env_steps": 600, "hyperparameters": {"learning_starts": 100, "buffer_size": 1000}},
+    "SAC": {"env": "Pendulum-v1", "env_steps": 300,
+            "hyperparameters": {"learning_starts": 100, "minibatch_size": 32, "buffer_size": 1000}},
+    # one environment per subprocess (SubprocVectorEnv): the harness must count steps made there
+    "PPO-SUBPROC": {"algorithm": "PPO", "env": "CartPole-v1", "env_steps": 512, "parallelism": {"workers": 2},
+                    "hyperparameters": {"rollout_steps": 64, "minibatch_size": 32, "epochs": 2}},
+}
+
+
+def _workload(name: str, spec: dict) -> Workload:
+    return workload_from_dict({"id": f"tiny-{name.lower()}", "algorithm": name, "seeds": 1,
+                               "evaluation": {"interval_steps": 200, "episodes": 2}, **spec}, "test")
+
+
+def _one_rollout(workload: Workload) -> int:
+    """Steps the harness's count and Tianshou's may differ by: one collect step."""
+    hp = workload.hyperparameters
+    per_env = hp.rollout_steps if workload.algorithm in ("PPO", "A2C") else hp.train_every  # type: ignore[union-attr]
+    return workload.parallelism.total_envs * per_env
+
+
+@pytest.fixture(scope="module")
+def tianshou_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    workloads = [_workload(name, spec) for name, spec in TINY.items()]
+    plan = build_plan(build_plugin_manager(autoload=False), workloads, ["tianshou"])
+    store = Store(tmp_path_factory.mktemp("tianshou") / "runs.db")
+    with pytest.MonkeyPatch.context() as patch:
+        # Tianshou numba-compiles its return estimators afresh in every process (about 15 s of CPU per
+        # run); the same functions run as plain Python here, ample for these budgets (real runs keep the JIT)
+        patch.setenv("NUMBA_DISABLE_JIT", "1")
+        summary = LocalRunner(store, jobs=2, timeout_seconds=300).run(plan)
+    assert [o.status for o in summary.outcomes] == ["ok"] * len(TINY), [
+        o.record.get("traceback") for o in summary.outcomes]
+    return store
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_tianshou_run_is_stored_with_curve_versions_and_fidelity(tianshou_store: Store, name: str) -> None:
+    workload = _workload(name, TINY[name])
+    runs = tianshou_store.runs_frame().set_index("run_id")
+    run = runs.loc[f"tiny-{name.lower()}__tianshou__s0"]
+    assert run["status"] == "ok"
+    assert run["env_steps"] >= workload.env_steps
+    # the harness counts on its own; Tianshou's collector count must agree within one collect step
+    assert abs(run["framework_env_steps"] - run["env_steps"]) <= _one_rollout(workload)
+    assert run["torch_threads"] == 1
+    versions = json.loads(run["versions_json"])
+    assert versions["tianshou"].startswith("2.") and versions["torch"].startswith("2.13.0")
+    fidelity = {item["setting"]: item for item in json.loads(run["fidelity_json"])}
+    assert set(fidelity) >= {f"hyperparameters.{key}" for key in type(workload.hyperparameters).model_fields
+                             if key != "algorithm"}
+    assert fidelity["hyperparameters.learning_rate"] == {**fidelity["hyperparameters.learning_rate"],
+                                                         "status": "exact", "native_name": "optim.lr"}
+    assert fidelity["network.hidden_sizes"]["status"] == "exact"
+    assert [64, 64] in fidelity["network.hidden_sizes"]["native_value"].values()
+    native = json.loads(run["native_config_json"])
+    assert native["class"] == f"tianshou.algorithm.{workload.algorithm}"
+    assert native["network"]["activation"] == "torch.nn.Tanh"
+    curves = tianshou_store.curves_frame()
+    curve = curves[curves["run_id"] == run.name]
+    assert len(curve) >= 3
+    assert curve["env_steps"].is_monotonic_increasing
+    assert curve["env_steps"].iloc[-1] == run["env_steps"]
+    assert run["final_return_mean"] == pytest.approx(curve["return_mean"].iloc[-1])
+
+
+def test_tianshou_native_config_follows_the_canonical_settings(tianshou_store: Store) -> None:
+    runs = tianshou_store.runs_frame().set_index("run_id")
+    ppo = json.loads(runs.loc["tiny-ppo__tianshou__s0"]["native_config_json"])
+    assert ppo["trainer"] == {"collection_step_num_env_steps": 128, "batch_size": 32, "update_step_num_repetitions": 2}
+    assert ppo["algorithm"]["value_clip"] is False and ppo["algorithm"]["advantage_normalization"] is True
+    dqn = json.loads(runs.loc["tiny-dqn__tianshou__s0"]["native_config_json"])
+    assert dqn["algorithm"]["is_double"] is False
+    assert dqn["algorithm"]["target_update_freq"] == 250  # 1000 env steps / train_every 4
+    assert dqn["prefill"] == {"n_step": 100}
+    sac = json.loads(runs.loc["tiny-sac__tianshou__s0"]["native_config_json"])
+    assert sac["algorithm"]["alpha"].startswith("AutoAlpha(target_entropy=-dim(A)")
+    subproc = json.loads(runs.loc["tiny-ppo-subproc__tianshou__s0"]["native_config_json"])
+    assert subproc["venv"] == {"class": "SubprocVectorEnv", "n_envs": 2}
+
+
+def test_tianshou_subprocess_envs_are_counted_by_the_harness(tianshou_store: Store) -> None:
+    run = tianshou_store.runs_frame().set_index("run_id").loc["tiny-ppo-subproc__tianshou__s0"]
+    # every step happened in one of two subprocesses; the harness saw them all
+    assert run["env_steps"] == run["framework_env_steps"] == 512
+    assert run["episodes"] > 0
+
+
+def test_tianshou_fidelity_flags_what_it_cannot_map() -> None:
+    from adapters.tianshou import TianshouAdapter
+
+    adapter = TianshouAdapter()
+    dqn = workload_from_dict(
+        {"id": "dqn", "env": "CartPole-v1", "algorithm": "DQN", "env_steps": 1000,
+         "parallelism": {"envs_per_worker": 3}, "hyperparameters": {"train_every": 4, "target_update_interval": 500}},
+        "test")
+    fidelity = {item.setting: item for item in adapter.fidelity(dqn)}
+    assert fidelity["hyperparameters.train_every"].status.value == "approximate"
+    assert fidelity["hyperparameters.train_every"].native_value == 3
+    assert fidelity["hyperparameters.target_update_interval"].status.value == "approximate"
+    a2c = workload_from_dict({"id": "a2c", "env": "CartPole-v1", "algorithm": "A2C", "env_steps": 1000,
+                              "parallelism": {"workers": 2, "envs_per_worker": 2},
+                              "hyperparameters": {"normalize_advantage": True}}, "test")
+    fidelity = {item.setting: item for item in adapter.fidelity(a2c)}
+    assert fidelity["hyperparameters.normalize_advantage"].status.value == "unsupported"
+    assert fidelity["parallelism.envs_per_worker"].status.value == "approximate"
+
+
+def test_tianshou_listing_and_fidelity_do_not_import_the_framework() -> None:
+    import subprocess
+
+    code = ("import sys; from adapters.tianshou import TianshouAdapter; from rlcompare.workload import "
+            "workload_from_dict; w = workload_from_dict({'id': 'x', 'env': 'CartPole-v1', 'algorithm': 'SAC', "
+            "'env_steps': 10}, 't'); TianshouAdapter().fidelity(w); TianshouAdapter().capabilities(); "
+            "print(sorted(m for m in ('torch', 'tianshou') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(("spec", "reason"), [
+    ({"env": "Pendulum-v1", "algorithm": "DQN"}, "DQN on discrete action spaces only"),
+    ({"env": "CartPole-v1", "algorithm": "SAC"}, "SAC on continuous action spaces only"),
+    ({"env": "CartPole-v1", "algorithm": "PPO", "parallelism": {"workers": 2, "mode": "async"}},
+     "async sampling is not offered"),
+])
+def test_tianshou_refuses_what_it_cannot_run(spec: dict, reason: str) -> None:
+    workload = workload_from_dict({"id": "refused", "env_steps": 1000, "hyperparameters": {}, **spec}, "test")
+    with pytest.raises(IncompatibleError, match=f"adapter 'tianshou' cannot run workload 'refused': .*{reason}"):
+        build_plan(build_plugin_manager(autoload=False), [workload], ["tianshou"])
