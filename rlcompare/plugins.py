@@ -151,7 +151,7 @@ def build_plugin_manager(
     manager.add_hookspecs(hookspecs)
     errors: list[PluginError] = []
 
-    for module_name in builtins:
+    for module_name in dict.fromkeys(builtins):  # listing a built-in twice registers it once
         try:
             module = _import_plugin(module_name, lambda m=module_name: importlib.import_module(m))
             manager.register(module, name=module_name)

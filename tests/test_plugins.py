@@ -44,7 +44,7 @@ def test_autoload_can_be_disabled() -> None:
         env={"PYTHONPATH": _with_path(GOOD_PLUGINS), "RLCOMPARE_DISABLE_PLUGIN_AUTOLOAD": "1"},
     )
     assert result.returncode == 0, result.stderr
-    assert [row["id"] for row in json.loads(result.stdout)] == ["sb3"]
+    assert [row["id"] for row in json.loads(result.stdout)] == ["rllib", "sb3", "tianshou"]
 
 
 def test_plugin_that_fails_to_import_is_reported_and_skipped() -> None:
@@ -112,4 +112,4 @@ def test_listing_imports_no_rl_library(kind: str) -> None:
 def test_python_dash_m_and_script_agree() -> None:
     result = run_cli(["list", "suites", "--json"])
     assert result.returncode == 0
-    assert json.loads(result.stdout)[0]["name"] == "quick"
+    assert "quick" in [suite["name"] for suite in json.loads(result.stdout)]
