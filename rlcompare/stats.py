@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
 DEFAULT_REPS = 2_000
+
+
+@contextmanager
+def seeded_global_numpy(seed: int) -> Iterator[None]:
+    """Seed numpy's global RNG for the duration, then restore it.
+
+    rliable's ``StratifiedBootstrap.update_indices`` draws from ``np.random`` (the global RNG) and
+    ignores the ``random_state`` it is given, so only this makes its intervals reproducible.
+    """
+    state = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        yield
+    finally:
+        np.random.set_state(state)
 
 
 @dataclass(frozen=True)
@@ -43,8 +59,8 @@ def mean_with_ci(values: Sequence[float], reps: int = DEFAULT_REPS, seed: int = 
 
     from rliable import library
 
-    with warnings.catch_warnings():  # arch deprecates the RandomState that rliable passes on
-        warnings.simplefilter("ignore", FutureWarning)
+    with warnings.catch_warnings(), seeded_global_numpy(seed):
+        warnings.simplefilter("ignore", FutureWarning)  # arch deprecates the RandomState rliable passes on
         points, intervals = library.get_interval_estimates(
             {"x": array.reshape(-1, 1)},
             lambda scores: np.array([np.mean(scores)]),
