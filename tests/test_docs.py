@@ -1,0 +1,23 @@
+"""Documentation that is generated from the code must match the code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rlcompare.mapping_doc import render
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_hyperparameter_mapping_doc_is_current() -> None:
+    committed = (ROOT / "docs" / "hyperparameters.md").read_text(encoding="utf-8")
+    assert committed == render(), "regenerate with: python -m rlcompare.mapping_doc > docs/hyperparameters.md"
+
+
+def test_mapping_doc_covers_every_adapter_and_algorithm() -> None:
+    text = render()
+    for algorithm in ("PPO", "A2C", "DQN", "SAC"):
+        assert f"## {algorithm} " in text
+    for adapter in ("`sb3`", "`rllib`", "`tianshou`"):
+        assert adapter in text
+    assert "`rllib` refuses A2C" in text
