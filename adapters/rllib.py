@@ -153,18 +153,14 @@ class RLlibAdapter(Adapter):
             rollout_workers=True,
             modes=frozenset({"sync", "async"}),
             max_workers=512 // SLOTS_PER_RUNNER - 1,
+            algorithm_action_spaces={"DQN": frozenset({"discrete"})},
         )
 
     def check_compatible(self, workload: Workload, action_space: str | None) -> None:
         super().check_compatible(workload, action_space)
-        reason = None
         if workload.parallelism.mode == "async" and workload.algorithm != "PPO":
-            reason = "asynchronous sampling is offered for PPO (as APPO) only"
-        wanted = {"DQN": "discrete"}.get(workload.algorithm)
-        if action_space is not None and wanted is not None and action_space != wanted:
-            reason = f"RLlib's {workload.algorithm} needs a {wanted} action space, {workload.env} has {action_space}"
-        if reason:
-            raise IncompatibleError(f"adapter {self.id!r} cannot run workload {workload.id!r}: {reason}")
+            raise IncompatibleError(f"adapter {self.id!r} cannot run workload {workload.id!r}: "
+                                    "asynchronous sampling is offered for PPO (as APPO) only")
 
     # -- translation -------------------------------------------------------------------------------
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rlcompare.adapter import Adapter, Capabilities, Fidelity, FidelityEntry, TrainingResult
-from rlcompare.errors import IncompatibleError
 from rlcompare.fidelity import Setting, entry, map_settings, only_if
 from rlcompare.hookspecs import hookimpl
 from rlcompare.workload import Workload
@@ -98,16 +97,8 @@ class StableBaselines3Adapter(Adapter):
             vectorized_envs=True,
             rollout_workers=True,
             modes=frozenset({"sync"}),
+            algorithm_action_spaces={"DQN": frozenset({"discrete"}), "SAC": frozenset({"continuous"})},
         )
-
-    def check_compatible(self, workload: Workload, action_space: str | None) -> None:
-        super().check_compatible(workload, action_space)
-        wanted = {"DQN": "discrete", "SAC": "continuous"}.get(workload.algorithm)
-        if action_space is not None and wanted is not None and action_space != wanted:
-            raise IncompatibleError(
-                f"adapter {self.id!r} cannot run workload {workload.id!r}: "
-                f"SB3's {workload.algorithm} needs a {wanted} action space, {workload.env} has {action_space}"
-            )
 
     # -- translation -------------------------------------------------------------------------------
 

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rlcompare.adapter import Adapter, Capabilities, Fidelity, FidelityEntry, TrainingResult
-from rlcompare.errors import IncompatibleError
 from rlcompare.fidelity import Judge, Setting, entry, map_settings, only_if
 from rlcompare.hookspecs import hookimpl
 from rlcompare.workload import Workload
@@ -209,16 +208,8 @@ class TianshouAdapter(Adapter):
             vectorized_envs=True,
             rollout_workers=True,
             modes=frozenset({"sync"}),
+            algorithm_action_spaces={name: frozenset({space}) for name, space in ACTION_SPACES.items()},
         )
-
-    def check_compatible(self, workload: Workload, action_space: str | None) -> None:
-        super().check_compatible(workload, action_space)
-        wanted = ACTION_SPACES[workload.algorithm]
-        if action_space is not None and action_space != wanted:
-            raise IncompatibleError(
-                f"adapter {self.id!r} cannot run workload {workload.id!r}: this adapter runs "
-                f"{workload.algorithm} on {wanted} action spaces only, {workload.env} has {action_space}"
-            )
 
     # -- translation -------------------------------------------------------------------------------
 

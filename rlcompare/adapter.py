@@ -36,14 +36,19 @@ class Capabilities:
     rollout_workers: bool = False
     modes: frozenset[str] = frozenset({"sync"})
     max_workers: int | None = None
+    #: Per-algorithm restriction of ``action_spaces`` (e.g. DQN: discrete only); absent = no restriction.
+    algorithm_action_spaces: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def refusal(self, workload: Workload, action_space: str | None) -> str | None:
         """Why this adapter cannot run ``workload``, or None when it can."""
         par = workload.parallelism
         if workload.algorithm not in self.algorithms:
             return f"algorithm {workload.algorithm} is not offered (offers {', '.join(sorted(self.algorithms))})"
-        if action_space is not None and action_space not in self.action_spaces:
-            return f"{action_space} action spaces are not supported for {workload.env}"
+        if action_space is not None:
+            allowed = self.algorithm_action_spaces.get(workload.algorithm, self.action_spaces)
+            if action_space not in allowed:
+                return (f"{workload.algorithm} runs on {', '.join(sorted(allowed))} action spaces only, "
+                        f"{workload.env} has {action_space}")
         if par.mode not in self.modes:
             return f"{par.mode} sampling is not offered"
         if par.workers > 1 and not self.rollout_workers:
@@ -55,11 +60,17 @@ class Capabilities:
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        return {key: sorted(value) if isinstance(value, frozenset) else value for key, value in data.items()}
+        def plain(value: Any) -> Any:
+            if isinstance(value, frozenset):
+                return sorted(value)
+            if isinstance(value, dict):
+                return {key: plain(item) for key, item in value.items()}
+            return value
+
+        return {key: plain(value) for key, value in asdict(self).items()}
 
 
-class Fidelity(str, enum.Enum):
+class Fidelity(enum.StrEnum):
     """How faithfully a canonical setting reaches the framework."""
 
     EXACT = "exact"

@@ -57,9 +57,9 @@ def render() -> str:
             head, _, name = setting.partition(".")
             default = getattr(getattr(workload, head), name)
             cells = []
-            for _, entries, refusal in columns:
+            for _, entries, _refusal in columns:
                 if entries is None:
-                    cells.append("refused" if setting == settings[0] else "")
+                    cells.append("refused" if setting == settings[0] else "")  # the reason follows the table
                     continue
                 item = entries.get(setting)
                 if item is None:

@@ -137,7 +137,7 @@ def render_markdown(store: Store) -> str:
     template = environment.get_template("report.md.j2")
     return template.render(
         version=rlcompare.__version__,
-        generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        generated=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         store=str(store.path),
         sections=summarize(runs),
         hosts=_hosts(runs),

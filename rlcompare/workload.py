@@ -14,7 +14,7 @@ import json
 import re
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -107,7 +107,7 @@ class SACHyperparameters(_Spec):
 
 
 Hyperparameters = Annotated[
-    Union[PPOHyperparameters, A2CHyperparameters, DQNHyperparameters, SACHyperparameters],
+    PPOHyperparameters | A2CHyperparameters | DQNHyperparameters | SACHyperparameters,
     Field(discriminator="algorithm"),
 ]
 HYPERPARAMETER_MODELS: dict[str, type[_Spec]] = {

@@ -140,8 +140,8 @@ def test_tianshou_listing_and_fidelity_do_not_import_the_framework() -> None:
 
 
 @pytest.mark.parametrize(("spec", "reason"), [
-    ({"env": "Pendulum-v1", "algorithm": "DQN"}, "DQN on discrete action spaces only"),
-    ({"env": "CartPole-v1", "algorithm": "SAC"}, "SAC on continuous action spaces only"),
+    ({"env": "Pendulum-v1", "algorithm": "DQN"}, "DQN runs on discrete action spaces only, Pendulum-v1 has continuous"),
+    ({"env": "CartPole-v1", "algorithm": "SAC"}, "SAC runs on continuous action spaces only, CartPole-v1 has discrete"),
     ({"env": "CartPole-v1", "algorithm": "PPO", "parallelism": {"workers": 2, "mode": "async"}},
      "async sampling is not offered"),
 ])
