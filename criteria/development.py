@@ -1,0 +1,665 @@
+"""Development-facilitation criteria: measured from the adapter code, the installed packages and
+the framework registry, one value per adapter (workload id ``*``).
+
+Nothing here is an opinion typed into a table: glue size is counted with radon, install footprint
+is read from installed distributions' metadata, import time is timed in fresh interpreters, API
+coverage is introspected in a subprocess. Expensive measurements are cached per (distribution,
+version) in the store's measurement cache. A registry entry, field or package that is not there
+makes the cell missing with the reason, never zero.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.metadata
+import inspect
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rlcompare.criteria_api import ALL_WORKLOADS, DEVELOPMENT, HIGHER, LOWER, Criterion, CriterionResult, ScoringData
+from rlcompare.hookspecs import hookimpl
+
+#: How the registry spells a fact nobody could establish.
+UNKNOWN = "unknown"
+#: Fresh-interpreter imports timed per framework; their spread gives the interval.
+IMPORT_REPEATS = 3
+SUBPROCESS_TIMEOUT_SECONDS = 600
+
+Row = tuple[str, str, int, float]
+Missing = tuple[str, str, str]
+
+
+# -- what every criterion here needs -----------------------------------------------------------------
+
+
+def _adapter_class(data: ScoringData, adapter_id: str) -> tuple[Any, str | None]:
+    adapters = data.plugins.adapters if data.plugins is not None else {}
+    if adapter_id not in adapters:
+        return None, f"adapter {adapter_id!r} is not installed here (no plugin registers it)"
+    return adapters[adapter_id], None
+
+
+def _framework_distribution(data: ScoringData, adapter_id: str) -> tuple[str | None, str | None, str | None]:
+    """(distribution, installed version, reason when unavailable) of the adapter's framework."""
+    adapter, reason = _adapter_class(data, adapter_id)
+    if adapter is None:
+        return None, None, reason
+    distributions = tuple(getattr(adapter, "distributions", ()) or ())
+    if not distributions:
+        return None, None, f"adapter {adapter_id!r} declares no distributions"
+    name = distributions[0]
+    try:
+        return name, importlib.metadata.version(name), None
+    except importlib.metadata.PackageNotFoundError:
+        return name, None, f"distribution {name!r} is not installed"
+
+
+def _registry_entry(data: ScoringData, adapter_id: str) -> tuple[Any, str | None]:
+    framework = data.adapter_frameworks.get(adapter_id)
+    adapter, _ = _adapter_class(data, adapter_id)
+    if adapter is not None:
+        framework = getattr(adapter, "framework", framework)
+    frameworks = data.plugins.frameworks if data.plugins is not None else {}
+    if not frameworks:
+        return None, "no framework registry is installed"
+    if framework not in frameworks:
+        return None, f"framework {framework!r} has no registry entry"
+    return frameworks[framework], None
+
+
+def registry_value(entry: Any, names: Sequence[str]) -> tuple[Any, str | None]:
+    """(value, None) for the first of ``names`` the entry sets, else (None, why). Registry facts
+    carry their value with their sources (``fact.value``); a fact recorded as "unknown" is missing.
+    Entries are read with getattr, so older or newer registry models still work."""
+    for name in names:
+        raw = entry.get(name) if isinstance(entry, dict) else getattr(entry, name, None)
+        value = getattr(raw, "value", raw)
+        if isinstance(value, str) and value == UNKNOWN:
+            return None, f"the registry records {name} as unknown"
+        if value is not None and value not in ("", (), [], {}):
+            return value, None
+    return None, f"the registry entry has no {names[0]}"
+
+
+def _per_adapter(
+    data: ScoringData,
+    measure: Callable[[str], tuple[list[float] | float | None, str | None]],
+) -> tuple[list[Row], list[Missing]]:
+    """Run ``measure(adapter_id) -> (value or samples, reason when missing)`` for each adapter."""
+    rows: list[Row] = []
+    missing: list[Missing] = []
+    for adapter_id in data.adapters:
+        value, reason = measure(adapter_id)
+        if value is None:
+            missing.append((adapter_id, ALL_WORKLOADS, reason or "not measured"))
+            continue
+        samples = value if isinstance(value, list) else [value]
+        rows += [(adapter_id, ALL_WORKLOADS, seed, float(sample)) for seed, sample in enumerate(samples)]
+    return rows, missing
+
+
+def _simple(measure: Callable[[ScoringData, str], tuple[Any, str | None]]) -> Callable[[ScoringData], CriterionResult]:
+    def compute(data: ScoringData) -> CriterionResult:
+        rows, missing = _per_adapter(data, lambda adapter_id: measure(data, adapter_id))
+        return CriterionResult.build(rows, missing)
+
+    compute.__name__ = measure.__name__
+    compute.__doc__ = measure.__doc__
+    return compute
+
+
+# -- adapter glue ------------------------------------------------------------------------------------
+
+
+def _adapter_source(data: ScoringData, adapter_id: str) -> tuple[str | None, str | None]:
+    adapter, reason = _adapter_class(data, adapter_id)
+    if adapter is None:
+        return None, reason
+    module = inspect.getmodule(adapter)
+    try:
+        return inspect.getsource(module), None
+    except (OSError, TypeError):
+        return None, f"the source of adapter {adapter_id!r} is not available"
+
+
+def glue_lines(data: ScoringData, adapter_id: str) -> tuple[float | None, str | None]:
+    from radon.raw import analyze
+
+    source, reason = _adapter_source(data, adapter_id)
+    return (None, reason) if source is None else (float(analyze(source).lloc), None)
+
+
+def glue_complexity(data: ScoringData, adapter_id: str) -> tuple[float | None, str | None]:
+    from radon.complexity import cc_visit
+    from radon.visitors import Function
+
+    source, reason = _adapter_source(data, adapter_id)
+    if source is None:
+        return None, reason
+    # cc_visit lists methods as functions too, and classes separately: count functions only.
+    return float(sum(block.complexity for block in cc_visit(source) if isinstance(block, Function))), None
+
+
+# -- install footprint -------------------------------------------------------------------------------
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def install_closure(root: str) -> dict[str, Any]:
+    """The installed distributions ``root`` pulls in (itself included, extras and requirements whose
+    markers do not hold here excluded) and the bytes their installed files take."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    seen: dict[str, int] = {}
+    queue = [root]
+    while queue:
+        name = _canonical(queue.pop())
+        if name in seen:
+            continue
+        try:
+            distribution = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue  # an optional or platform-specific dependency that is not installed
+        seen[name] = _installed_bytes(distribution)
+        for text in distribution.requires or []:
+            try:
+                requirement = Requirement(text)
+            except InvalidRequirement:
+                continue
+            if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+                continue
+            queue.append(requirement.name)
+    return {"distributions": len(seen), "bytes": sum(seen.values()), "names": sorted(seen)}
+
+
+def _installed_bytes(distribution: importlib.metadata.Distribution) -> int:
+    total = 0
+    for path in distribution.files or []:
+        size = path.size
+        if size is None:  # RECORD without sizes: ask the file system
+            try:
+                size = path.locate().stat().st_size
+            except OSError:
+                size = 0
+        total += int(size)
+    return total
+
+
+def _footprint(data: ScoringData, adapter_id: str) -> tuple[dict[str, Any] | None, str | None]:
+    name, version, reason = _framework_distribution(data, adapter_id)
+    if reason is not None:
+        return None, reason
+    return data.cache.get_or_compute(f"install|{_canonical(name)}|{version}", lambda: install_closure(name)), None
+
+
+def install_size(data: ScoringData, adapter_id: str) -> tuple[float | None, str | None]:
+    footprint, reason = _footprint(data, adapter_id)
+    return (None, reason) if footprint is None else (footprint["bytes"] / 2**20, None)
+
+
+def install_distributions(data: ScoringData, adapter_id: str) -> tuple[float | None, str | None]:
+    footprint, reason = _footprint(data, adapter_id)
+    return (None, reason) if footprint is None else (float(footprint["distributions"]), None)
+
+
+# -- cold import time --------------------------------------------------------------------------------
+
+_TIME_IMPORT = (
+    "import importlib, sys, time\n"
+    "started = time.perf_counter()\n"
+    "importlib.import_module(sys.argv[1])\n"
+    "print(time.perf_counter() - started)\n"
+)
+
+
+def time_cold_import(module: str, repeats: int = IMPORT_REPEATS) -> dict[str, Any]:
+    """Seconds to import ``module`` in ``repeats`` fresh interpreters (the interpreter's own start-up
+    excluded), or the error of the first import that failed."""
+    samples = []
+    for _ in range(repeats):
+        try:
+            done = subprocess.run([sys.executable, "-c", _TIME_IMPORT, module], capture_output=True, text=True,
+                                  timeout=SUBPROCESS_TIMEOUT_SECONDS, check=False)
+        except subprocess.TimeoutExpired:
+            return {"error": f"import {module} took over {SUBPROCESS_TIMEOUT_SECONDS} s"}
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            return {"error": f"import {module} failed: {last[:200]}"}
+        samples.append(float(done.stdout.strip().splitlines()[-1]))
+    return {"seconds": samples}
+
+
+def _import_name(data: ScoringData, adapter_id: str) -> tuple[str | None, str | None]:
+    adapter, reason = _adapter_class(data, adapter_id)
+    if adapter is None:
+        return None, reason
+    name = getattr(adapter, "import_name", None)
+    return (name, None) if name else (None, f"adapter {adapter_id!r} declares no import name")
+
+
+def cold_import(data: ScoringData, adapter_id: str) -> tuple[list[float] | None, str | None]:
+    module, reason = _import_name(data, adapter_id)
+    name, version, dist_reason = _framework_distribution(data, adapter_id)
+    if module is None or dist_reason is not None:
+        return None, reason or dist_reason
+    key = f"import|{module}|{_canonical(name)}|{version}|{sys.executable}"
+    result = data.cache.get_or_compute(key, lambda: time_cold_import(module))
+    return (None, result["error"]) if "error" in result else (result["seconds"], None)
+
+
+# -- public-API introspection ------------------------------------------------------------------------
+
+_INTROSPECT = r'''
+import importlib, inspect, json, sys
+
+name = sys.argv[1]
+top = name.split(".")[0]
+root = importlib.import_module(name)
+# The public API: the package and the public submodules importing it brings in (importing every
+# submodule of a large framework would be slow and can fail on optional dependencies).
+modules = [root] + [
+    module for key, module in sorted(sys.modules.items())
+    if key.startswith(name + ".") and module is not None
+    and not any(part.startswith("_") for part in key.split("."))
+]
+seen = set()
+counts = {"objects": 0, "documented": 0, "functions": 0, "typed": 0}
+
+
+def public_names(module):
+    names = getattr(module, "__all__", None)
+    if not isinstance(names, (list, tuple)):
+        names = list(vars(module))
+    return [n for n in names if isinstance(n, str) and not n.startswith("_")]
+
+
+def typed(function, method):
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return None
+    params = list(signature.parameters.values())
+    if method and params and params[0].name in ("self", "cls"):
+        params = params[1:]
+    empty = inspect.Parameter.empty
+    return all(p.annotation is not empty for p in params) and signature.return_annotation is not empty
+
+
+def visit(obj, method=False):
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
+    counts["objects"] += 1
+    counts["documented"] += bool((getattr(obj, "__doc__", None) or "").strip())
+    if inspect.isfunction(obj):
+        result = typed(obj, method)
+        if result is not None:
+            counts["functions"] += 1
+            counts["typed"] += bool(result)
+
+
+for module in modules:
+    for attribute in public_names(module):
+        obj = getattr(module, attribute, None)
+        if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+            continue
+        if (getattr(obj, "__module__", None) or "").split(".")[0] != top:
+            continue  # re-exported from another package
+        visit(obj)
+        if inspect.isclass(obj):
+            for member_name, member in vars(obj).items():
+                if member_name.startswith("_"):
+                    continue
+                if isinstance(member, (staticmethod, classmethod)):
+                    member = member.__func__
+                if inspect.isfunction(member):
+                    visit(member, method=True)
+counts["modules"] = len(modules)
+print(json.dumps(counts))
+'''
+
+
+def introspect_api(module: str) -> dict[str, Any]:
+    """Docstring and type-hint counts of ``module``'s public API, measured in a fresh interpreter."""
+    try:
+        done = subprocess.run([sys.executable, "-c", _INTROSPECT, module], capture_output=True, text=True,
+                              timeout=SUBPROCESS_TIMEOUT_SECONDS, check=False)
+    except subprocess.TimeoutExpired:
+        return {"error": f"introspecting {module} took over {SUBPROCESS_TIMEOUT_SECONDS} s"}
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": f"import {module} failed: {last[:200]}"}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _api_counts(data: ScoringData, adapter_id: str) -> tuple[dict[str, Any] | None, str | None]:
+    module, reason = _import_name(data, adapter_id)
+    name, version, dist_reason = _framework_distribution(data, adapter_id)
+    if module is None or dist_reason is not None:
+        return None, reason or dist_reason
+    result = data.cache.get_or_compute(f"api|{module}|{_canonical(name)}|{version}", lambda: introspect_api(module))
+    return (None, result["error"]) if "error" in result else (result, None)
+
+
+def docstring_coverage(data: ScoringData, adapter_id: str) -> tuple[float | None, str | None]:
+    counts, reason = _api_counts(data, adapter_id)
+    if counts is None:
+        return None, reason
+    if counts["objects"] == 0:
+        return None, "no public classes or functions found"
+    return counts["documented"] / counts["objects"], None
+
+
+def type_hint_coverage(data: ScoringData, adapter_id: str) -> tuple[float | None, str | None]:
+    counts, reason = _api_counts(data, adapter_id)
+    if counts is None:
+        return None, reason
+    if counts["functions"] == 0:
+        return None, "no public Python functions found"
+    return counts["typed"] / counts["functions"], None
+
+
+# -- coverage from capabilities and the registry ----------------------------------------------------
+
+
+def algorithm_coverage(data: ScoringData, adapter_id: str) -> tuple[float | None, str | None]:
+    from rlcompare.workload import ALGORITHMS
+
+    adapter, reason = _adapter_class(data, adapter_id)
+    if adapter is None:
+        return None, reason
+    offered = set(adapter().capabilities().algorithms)
+    return len(offered & set(ALGORITHMS)) / len(ALGORITHMS), None
+
+
+def registry_algorithms(data: ScoringData, adapter_id: str) -> tuple[float | None, str | None]:
+    entry, reason = _registry_entry(data, adapter_id)
+    if entry is None:
+        return None, reason
+    algorithms, reason = registry_value(entry, ("algorithms",))
+    if algorithms is None:
+        return None, reason
+    if isinstance(algorithms, str):
+        algorithms = [part for part in re.split(r"[,\s]+", algorithms) if part]
+    return float(len(set(map(str, algorithms)))), None
+
+
+#: Parallel and distributed features, each offered when the adapter's capabilities declare it
+#: (what rlcompare can actually run) or the registry's taxonomy records it (the survey's vocabulary).
+#: Values: (capability test, taxonomy dimension, taxonomy values that mean "offered").
+FEATURES: dict[str, tuple[Callable[[Any], bool] | None, str, frozenset[str]]] = {
+    "vectorized environments": (lambda caps: bool(caps.vectorized_envs), "simulation_parallelism",
+                                frozenset({"vectorized-cpu"})),
+    "multi-process workers": (lambda caps: bool(caps.rollout_workers), "computing_parallelism",
+                              frozenset({"multi-process"})),
+    "asynchronous sampling or learning": (lambda caps: "async" in caps.modes, "synchronization",
+                                          frozenset({"asynchronous", "stale-synchronous", "hybrid"})),
+    "GPU batch simulation": (None, "simulation_parallelism", frozenset({"gpu-batch"})),
+    "multi-GPU training": (None, "computing_parallelism", frozenset({"multi-gpu"})),
+    "multi-node cluster": (None, "computing_parallelism", frozenset({"multi-node"})),
+    "distributed architecture": (None, "architecture",
+                                 frozenset({"centralized", "decentralized", "gossip", "fine-grained"})),
+}
+
+
+def distributed_features(data: ScoringData, adapter_id: str) -> tuple[dict[str, bool | None] | None, str | None]:
+    """Each feature: True (offered), False (not offered) or None (the registry does not know)."""
+    adapter, reason = _adapter_class(data, adapter_id)
+    if adapter is None:
+        return None, reason
+    entry, reason = _registry_entry(data, adapter_id)
+    if entry is None:
+        return None, reason
+    capabilities = adapter().capabilities()
+    found: dict[str, bool | None] = {}
+    for feature, (declared, dimension, offered_values) in FEATURES.items():
+        if declared is not None and declared(capabilities):
+            found[feature] = True
+            continue
+        values, _ = registry_value(entry, (dimension,))
+        if values is None:
+            found[feature] = None
+        else:
+            values = {values} if isinstance(values, str) else set(map(str, values))
+            found[feature] = bool(values & offered_values)
+    return found, None
+
+
+def distributed_feature_coverage(data: ScoringData) -> CriterionResult:
+    rows: list[Row] = []
+    missing: list[Missing] = []
+    notes = {}
+    for adapter_id in data.adapters:
+        found, reason = distributed_features(data, adapter_id)
+        known = {feature: present for feature, present in (found or {}).items() if present is not None}
+        if found is None or not known:
+            missing.append((adapter_id, ALL_WORKLOADS, reason or "the registry taxonomy is unknown"))
+            continue
+        rows.append((adapter_id, ALL_WORKLOADS, 0, sum(known.values()) / len(known)))
+        offered = [feature for feature, present in known.items() if present]
+        note = f"{len(offered)} of {len(known)}: " + (", ".join(offered) if offered else "none")
+        unknown = [feature for feature, present in found.items() if present is None]
+        if unknown:
+            note += f"; unknown: {', '.join(unknown)}"
+        notes[(adapter_id, ALL_WORKLOADS)] = note
+    return CriterionResult.build(rows, missing, notes=notes)
+
+
+# -- licence -----------------------------------------------------------------------------------------
+
+#: Licence classes and their scores: how much use the licence permits without obligations on the
+#: user's own code (permissive 1, weak copyleft 0.75, strong copyleft 0.5, network copyleft 0.25).
+#: Checked in this order, as whole words, so that "LGPL" is not read as "GPL".
+LICENCE_CLASSES: tuple[tuple[str, float, str], ...] = (
+    ("network copyleft", 0.25, r"agpl|affero"),
+    ("weak copyleft", 0.75, r"lgpl|lesser general|mpl|mozilla|epl|eclipse public"),
+    ("strong copyleft", 0.5, r"gpl|general public licen[cs]e"),
+    ("permissive", 1.0, r"mit|bsd|apache|isc|zlib|unlicense|psf|python software foundation|cc0|bsl"),
+)
+
+
+def classify_licence(text: str) -> tuple[str, float] | None:
+    """(class, score) of a licence name or SPDX expression, or None when it is not recognised."""
+    lowered = text.lower()
+    for name, score, pattern in LICENCE_CLASSES:
+        if re.search(rf"(?<![a-z])(?:{pattern})(?:v?\d)?(?![a-z])", lowered):
+            return name, score
+    return None
+
+
+def _metadata_licence(distribution: str) -> str | None:
+    try:
+        metadata = importlib.metadata.metadata(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    expression = metadata.get("License-Expression")
+    if expression:
+        return expression
+    text = (metadata.get("License") or "").strip()
+    if text and "\n" not in text and len(text) <= 80:  # a name, not the licence's full text
+        return text
+    for classifier in metadata.get_all("Classifier") or []:
+        if classifier.startswith("License :: ") and classifier.split(" :: ")[-1] != "OSI Approved":
+            return classifier.split(" :: ")[-1]
+    return None
+
+
+def licence(data: ScoringData) -> CriterionResult:
+    rows: list[Row] = []
+    missing: list[Missing] = []
+    labels: dict[tuple[str, str], str] = {}
+    notes: dict[tuple[str, str], str] = {}
+    for adapter_id in data.adapters:
+        key = (adapter_id, ALL_WORKLOADS)
+        entry, registry_reason = _registry_entry(data, adapter_id)
+        text = None
+        if entry is not None:
+            text, registry_reason = registry_value(entry, ("licence", "license"))
+        source = "registry"
+        if text is None:
+            name, _, package_reason = _framework_distribution(data, adapter_id)
+            text = _metadata_licence(name) if name else None
+            source = "package metadata"
+            if text is None:
+                reasons = [registry_reason or "the registry entry has no licence",
+                           package_reason or "its package metadata names none"]
+                missing.append((*key, "; ".join(reasons)))
+                continue
+        text = str(text)
+        classified = classify_licence(text)
+        if classified is None:
+            missing.append((*key, f"licence {text!r} is not one the scoring classifies"))
+            continue
+        rows.append((*key, 0, classified[1]))
+        labels[key] = text
+        notes[key] = f"{classified[0]}, from the {source}"
+    return CriterionResult.build(rows, missing, labels=labels, notes=notes)
+
+
+# -- maintenance -------------------------------------------------------------------------------------
+
+
+def _as_date(value: Any) -> dt.date | None:
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    if isinstance(value, str):
+        try:
+            return dt.date.fromisoformat(value[:10])
+        except ValueError:
+            return None
+    for name in ("date", "released", "release_date"):  # a nested release record
+        inner = value.get(name) if isinstance(value, dict) else getattr(value, name, None)
+        if inner is not None and inner is not value:
+            return _as_date(inner)
+    return None
+
+
+def release_age(data: ScoringData) -> CriterionResult:
+    rows: list[Row] = []
+    missing: list[Missing] = []
+    labels: dict[tuple[str, str], str] = {}
+    measured = data.measured_at
+    today = dt.datetime.fromtimestamp(measured, dt.UTC).date() if measured else dt.datetime.now(dt.UTC).date()
+    for adapter_id in data.adapters:
+        key = (adapter_id, ALL_WORKLOADS)
+        entry, reason = _registry_entry(data, adapter_id)
+        if entry is None:
+            missing.append((*key, reason or "no registry entry"))
+            continue
+        raw, reason = registry_value(entry, ("latest_release", "last_release", "latest_release_date"))
+        released = _as_date(raw) if raw is not None else None
+        if released is None:
+            missing.append((*key, reason or f"the registry's latest release {raw!r} is not a date"))
+            continue
+        rows.append((*key, 0, float(max(0, (today - released).days))))
+        labels[key] = released.isoformat()
+    return CriterionResult.build(rows, missing, labels=labels)
+
+
+# -- registration ------------------------------------------------------------------------------------
+
+_RATIO = " Scored as the best adapter's value divided by this one."
+
+CRITERIA: tuple[Criterion, ...] = (
+    Criterion(
+        id="glue_lines", title="Adapter glue size", category=DEVELOPMENT, unit="logical lines", direction=LOWER,
+        per_workload=False, compute=_simple(glue_lines),
+        method="Logical lines of code (radon's LLOC) of the adapter module: the glue needed to run "
+               "rlcompare's standard workloads (translation of the canonical settings, training loop, "
+               "policy hand-over) on the framework." + _RATIO,
+    ),
+    Criterion(
+        id="glue_complexity", title="Adapter glue complexity", category=DEVELOPMENT, unit="cyclomatic complexity",
+        direction=LOWER, per_workload=False, compute=_simple(glue_complexity),
+        method="Sum of the cyclomatic complexity (radon) of every function and method in the adapter "
+               "module." + _RATIO,
+    ),
+    Criterion(
+        id="install_size", title="Install footprint (size)", category=DEVELOPMENT, unit="MiB", direction=LOWER,
+        per_workload=False, compute=_simple(install_size),
+        method="Bytes of the installed files (RECORD sizes from importlib.metadata) of the framework's "
+               "distribution and every distribution its requirements pull in transitively (extras and "
+               "requirements whose markers do not hold here excluded). Shared dependencies count for "
+               "every framework that needs them." + _RATIO,
+    ),
+    Criterion(
+        id="install_distributions", title="Install footprint (distributions)", category=DEVELOPMENT,
+        unit="distributions", direction=LOWER, per_workload=False, compute=_simple(install_distributions),
+        method="Number of installed distributions in the same transitive requirement closure as the "
+               "install size, the framework's own included." + _RATIO,
+    ),
+    Criterion(
+        id="cold_import", title="Cold import time", category=DEVELOPMENT, unit="s", direction=LOWER,
+        per_workload=False, compute=_simple(cold_import),
+        method=f"Seconds to import the framework's top-level module in {IMPORT_REPEATS} fresh Python "
+               "interpreters (the interpreter's own start-up excluded); the repeats give the interval. "
+               "Cached per distribution version." + _RATIO,
+    ),
+    Criterion(
+        id="docstring_coverage", title="Public-API docstring coverage", category=DEVELOPMENT, unit="share",
+        direction=HIGHER, normalization="share", per_workload=False, compute=_simple(docstring_coverage),
+        method="Share of public classes, functions and methods with a non-empty docstring, introspected "
+               "in a fresh interpreter: the names the top-level package and its public submodules export "
+               "(``__all__`` where defined), defined in the package itself, and the public methods of "
+               "those classes.",
+    ),
+    Criterion(
+        id="type_hint_coverage", title="Public-API type-hint coverage", category=DEVELOPMENT, unit="share",
+        direction=HIGHER, normalization="share", per_workload=False, compute=_simple(type_hint_coverage),
+        method="Share of the public Python functions and methods (same walk as docstring coverage) "
+               "whose every parameter (self and cls aside) and return value is annotated.",
+    ),
+    Criterion(
+        id="algorithm_coverage", title="Canonical algorithm coverage", category=DEVELOPMENT, unit="share",
+        direction=HIGHER, normalization="share", per_workload=False, compute=_simple(algorithm_coverage),
+        method="Share of rlcompare's canonical algorithms (PPO, A2C, DQN, SAC) the adapter declares in its "
+               "capabilities, i.e. that can be compared on identical workloads.",
+    ),
+    Criterion(
+        id="registry_algorithms", title="Algorithms offered", category=DEVELOPMENT, unit="algorithms",
+        direction=HIGHER, per_workload=False, compute=_simple(registry_algorithms),
+        method="Number of distinct algorithms the framework offers according to its registry entry. "
+               "Scored as a ratio to the framework offering the most.",
+    ),
+    Criterion(
+        id="distributed_feature_coverage", title="Distributed-feature coverage", category=DEVELOPMENT,
+        unit="share", direction=HIGHER, normalization="share", per_workload=False,
+        compute=distributed_feature_coverage,
+        method="Share of seven parallel and distributed features offered, among those whose status is "
+               "known: vectorized environments, multi-process workers, asynchronous sampling or learning "
+               "(declared in the adapter's capabilities, or recorded in the registry taxonomy), GPU batch "
+               "simulation, multi-GPU training, multi-node cluster execution and a distributed "
+               "actor/learner architecture (registry taxonomy, the survey's vocabulary). Features the "
+               "registry records as unknown are left out of the share and named in the note; without a "
+               "registry entry the cell is missing.",
+    ),
+    Criterion(
+        id="licence", title="Licence", category=DEVELOPMENT, unit="class", direction=HIGHER,
+        normalization="share", per_workload=False, compute=licence,
+        method="The framework's licence from its registry entry (else its package metadata), classed "
+               "by the obligations it puts on users' code: permissive 1, weak copyleft 0.75, strong "
+               "copyleft 0.5, network copyleft 0.25. An unclassifiable licence is missing.",
+    ),
+    Criterion(
+        id="release_age", title="Latest release age", category=DEVELOPMENT, unit="days", direction=LOWER,
+        normalization="half-life", half_life=365.0, per_workload=False, compute=release_age,
+        method="Days from the framework's latest release (the registry entry's latest_release fact) "
+               "to the newest run in the store, so re-scoring a store gives the same figure; missing "
+               "while the registry does not record it. Scored 0.5 ** (days / 365): a release a year "
+               "old scores 0.5.",
+    ),
+)
+
+
+@hookimpl
+def rlcompare_register_criteria(register: Any) -> None:
+    for criterion in CRITERIA:
+        register.add_criterion(criterion)

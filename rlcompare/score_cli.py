@@ -1,0 +1,211 @@
+"""``rlcompare score``: the scoring matrix of a results store, as rich tables or JSON.
+
+:func:`add_commands` adds the subcommand to the CLI's subparsers; :data:`COMMANDS` maps its name to
+the handler, which returns the exit status (0, or 2 with one line for bad input).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rlcompare.criteria_api import ALL_WORKLOADS, CriterionValue
+from rlcompare.errors import UsageError
+from rlcompare.profiles import BUILTIN_PROFILES, DEFAULT_PROFILE, WeightProfile, get_profile, load_weights_file
+
+if TYPE_CHECKING:
+    from rlcompare.plugins import Plugins
+    from rlcompare.scoring import ScoreMatrix
+
+#: Longest reason shown inside a table cell; the full text is listed under the tables.
+CELL_REASON_CHARS = 36
+
+
+def _reps(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of repetitions, got {text!r}") from None
+    if value < 100:
+        raise argparse.ArgumentTypeError(f"expected at least 100 repetitions, got {value}")
+    return value
+
+
+def add_commands(subparsers: Any) -> None:
+    """Add ``score`` to the CLI's subparsers."""
+    from rlcompare.cli import DEFAULT_STORE
+
+    command = subparsers.add_parser("score", help="score a results store: the scoring matrix")
+    command.add_argument("--store", default=DEFAULT_STORE, metavar="PATH", help="SQLite results store")
+    weights = command.add_mutually_exclusive_group()
+    weights.add_argument("--profile", metavar="NAME",
+                         help=f"weight profile: {', '.join(BUILTIN_PROFILES)} (default {DEFAULT_PROFILE})")
+    weights.add_argument("--weights", metavar="FILE", help="TOML file of category shares and criterion weights")
+    # the default is resolved in the handler: importing rlcompare.stats here would load numpy for
+    # every command line
+    command.add_argument("--reps", type=_reps, default=None, metavar="N",
+                         help="bootstrap repetitions per interval (default: rlcompare.stats.DEFAULT_REPS, 2000)")
+    command.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the bootstrap (default 0)")
+    command.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _resolve_profile(args: argparse.Namespace, criteria: dict[str, Any]) -> WeightProfile:
+    if getattr(args, "weights", None):
+        return load_weights_file(args.weights, criteria)
+    return get_profile(getattr(args, "profile", None) or DEFAULT_PROFILE)
+
+
+def load_plugins() -> Plugins:
+    """The plugin manager the command scores with (a seam for tests)."""
+    from rlcompare.plugins import build_plugin_manager
+
+    return build_plugin_manager()
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    """Print the scoring matrix of ``args.store``; returns the exit status."""
+    from rlcompare.scoring import ScoringOptions, score_store
+    from rlcompare.stats import DEFAULT_REPS
+    from rlcompare.store import Store
+
+    plugins = load_plugins()
+    for error in plugins.errors:
+        print(f"warning: {error}", file=sys.stderr)
+    profile = _resolve_profile(args, plugins.criteria)  # bad input fails before the store is read
+    if not Path(args.store).exists():
+        raise UsageError(f"--store: no results store at {args.store} (run `rlcompare run` first)")
+    options = ScoringOptions(reps=getattr(args, "reps", None) or DEFAULT_REPS, seed=getattr(args, "seed", 0))
+    with Store(args.store) as store:
+        matrix = score_store(store, plugins, profile, options)
+    if getattr(args, "json", False):
+        print(json.dumps(matrix.to_dict(), indent=2, sort_keys=True, default=str))
+    else:
+        render(matrix)
+    return 0
+
+
+COMMANDS = {"score": cmd_score}
+
+
+# -- rendering ---------------------------------------------------------------------------------------
+
+
+def format_number(value: float | None) -> str:
+    """Three significant figures, without exponents for the magnitudes the criteria produce."""
+    if value is None or not math.isfinite(value):
+        return "-"
+    magnitude = abs(value)
+    if magnitude >= 100:
+        return f"{value:,.0f}"
+    if magnitude >= 10:
+        return f"{value:.1f}"
+    if magnitude >= 1 or magnitude == 0:
+        return f"{value:.2f}"
+    return f"{value:.3g}"
+
+
+def format_cell(cell: CriterionValue | None) -> str:
+    if cell is None:
+        return "n/a"
+    if cell.missing is not None:
+        reason = cell.missing if len(cell.missing) <= CELL_REASON_CHARS else cell.missing[:CELL_REASON_CHARS - 1] + "…"
+        return f"missing: {reason}"
+    text = cell.label if cell.label is not None else format_number(cell.point)
+    if cell.label is None and cell.n > 1:
+        text += f" [{format_number(cell.low)}, {format_number(cell.high)}]"
+    if cell.censored:
+        text += f" ({cell.censored} censored)"
+    return text
+
+
+def _estimate_text(estimate: Any) -> str:
+    if estimate is None:
+        return "missing"
+    text = format_number(estimate.point)
+    if estimate.n > 1:
+        text += f" [{format_number(estimate.low)}, {format_number(estimate.high)}]"
+    return text
+
+
+def _print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, show_lines=False)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    Console(width=max(120, 26 * len(columns))).print(table)
+
+
+def _title(criterion: Any) -> str:
+    return str(getattr(criterion, "title", "") or criterion.id)
+
+
+def _heading(criterion: Any) -> str:
+    """Title, unit and direction (read with getattr: a third-party criterion may be duck-typed)."""
+    unit, direction = getattr(criterion, "unit", ""), getattr(criterion, "direction", "")
+    return f"{_title(criterion)} ({unit}, {direction} is better)"
+
+
+def render(matrix: ScoreMatrix) -> None:
+    """The matrix as rich tables: scores, performance by workload, development facilitation, and
+    the reasons for missing cells."""
+    adapters = matrix.adapters
+    headers = [f"{a}\n({matrix.frameworks.get(a, '?')})" for a in adapters]
+
+    rows = []
+    for cid, criterion in matrix.criteria.items():
+        weight = matrix.weights.get(cid, 0.0)
+        if not any((cid, a) in matrix.aggregates for a in adapters):
+            continue
+        cells = []
+        for adapter in adapters:
+            estimates = matrix.aggregates.get((cid, adapter))
+            cells.append("missing" if estimates is None else _estimate_text(estimates["mean"]))
+        rows.append([f"{_title(criterion)} ({cid})", f"{weight:.3f}", *cells])
+    overall = [matrix.overall[a] for a in adapters]
+    rows.append(["OVERALL SCORE", "1.000", *[_estimate_text(o.score) for o in overall]])
+    rows.append(["rank", "", *["-" if o.rank is None else str(o.rank) for o in overall]])
+    rows.append(["rank stability", "", *["-" if o.rank_stability is None else f"{o.rank_stability:.0%}"
+                                         for o in overall]])
+    rows.append(["weight with data", "", *[f"{o.weight_coverage:.0%}" for o in overall]])
+    _print_table(f"Scores, profile {matrix.profile.name} (normalized, mean over workloads, 95% CI)",
+                 ["criterion", "weight", *headers], rows)
+
+    per_workload = [cid for cid, c in matrix.criteria.items() if getattr(c, "per_workload", True)]
+    rows = []
+    for workload_id in matrix.workloads:
+        for cid in per_workload:
+            cells = [matrix.cell(cid, a, workload_id) for a in adapters]
+            if all(cell is None for cell in cells):
+                continue
+            rows.append([workload_id, _heading(matrix.criteria[cid]), *[format_cell(cell) for cell in cells]])
+    if rows:
+        _print_table("Performance by workload (mean over seeds, 95% CI)", ["workload", "criterion", *headers], rows)
+
+    rows = []
+    for cid, criterion in matrix.criteria.items():
+        if getattr(criterion, "per_workload", True):
+            continue
+        rows.append([_heading(criterion), *[format_cell(matrix.cell(cid, a, ALL_WORKLOADS)) for a in adapters]])
+    if rows:
+        _print_table("Development facilitation", ["criterion", *headers], rows)
+
+    reasons: dict[tuple[str, str, str], list[str]] = {}
+    for cell in matrix.cells.values():
+        if cell.missing is not None:
+            reasons.setdefault((cell.adapter, cell.workload_id, cell.missing), []).append(cell.criterion)
+    if reasons:
+        print("\nMissing cells (never scored as zero):")
+        for (adapter, workload_id, reason), criteria in sorted(reasons.items()):
+            where = "all workloads" if workload_id == ALL_WORKLOADS else workload_id
+            print(f"  {adapter} / {where}: {reason} [{', '.join(sorted(criteria))}]")
+    for error in matrix.errors:
+        print(f"error: {error}", file=sys.stderr)

@@ -1,0 +1,209 @@
+"""Development-facilitation criteria, measured on a tiny installed package (pluggy) through a fake
+adapter and registry entry."""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.metadata
+import inspect
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+import criteria.development as development
+from rlcompare.adapter import Adapter, Capabilities
+from rlcompare.criteria_api import ALL_WORKLOADS, MeasurementCache, ScoringData
+from rlcompare.store import Store
+from tests.test_criteria_support import run_record, workload_spec, write_store
+
+FINISHED_AT = dt.datetime(2025, 1, 31, 12, tzinfo=dt.UTC).timestamp()
+
+
+class PluggyAdapter(Adapter):
+    id = "plug"
+    framework = "pluggy-fw"
+    import_name = "pluggy"
+    distributions = ("pluggy",)
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(algorithms=frozenset({"PPO", "DQN", "TRPO"}), rollout_workers=True,
+                            modes=frozenset({"sync", "async"}))
+
+    def fidelity(self, workload: Any) -> list:
+        return []
+
+    def train(self, workload: Any, context: Any) -> Any:
+        raise NotImplementedError
+
+
+class BareAdapter(PluggyAdapter):
+    id = "bare"
+    framework = "bare-fw"
+    import_name = None
+    distributions = ()
+
+
+def fact(value: Any) -> SimpleNamespace:
+    """A registry fact: its value travels with sources, which the criteria do not need."""
+    return SimpleNamespace(value=value, sources=("https://example.org/",))
+
+
+ENTRY = SimpleNamespace(
+    id="pluggy-fw", licence=fact("GPL-3.0-only"), algorithms=fact(("PPO", "DQN", "IMPALA", "PPO")),
+    simulation_parallelism=fact(("vectorized-cpu",)), computing_parallelism=fact(("multi-process", "multi-node")),
+    synchronization=fact("unknown"), architecture=fact(("non-distributed",)),
+    latest_release=fact(dt.date(2024, 1, 31)),
+)
+
+
+def _data(tmp_path: Path, frameworks: dict[str, Any] | None) -> ScoringData:
+    spec = workload_spec("w")
+    runs = [(run_record(spec, adapter, 0, framework=fw, final_return=1.0, finished_at=FINISHED_AT), [])
+            for adapter, fw in (("plug", "pluggy-fw"), ("bare", "bare-fw"), ("ghost", "ghost-fw"))]
+    path = write_store(tmp_path / "store.db", runs)
+    plugins = SimpleNamespace(adapters={"plug": PluggyAdapter, "bare": BareAdapter}, frameworks=frameworks or {})
+    with Store(path) as store:
+        return ScoringData(store.runs_frame(), plugins=plugins, cache=MeasurementCache(tmp_path / "cache.json"))
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> ScoringData:
+    return _data(tmp_path_factory.mktemp("dev"), {"pluggy-fw": ENTRY})
+
+
+def _values(result: Any) -> dict[str, list[float]]:
+    grouped: dict[str, list[float]] = {}
+    for row in result.values.itertuples():
+        assert row.workload_id == ALL_WORKLOADS
+        grouped.setdefault(row.adapter, []).append(row.value)
+    return grouped
+
+
+def _missing(result: Any) -> dict[str, str]:
+    return {row.adapter: row.reason for row in result.missing.itertuples()}
+
+
+def _criterion(criterion_id: str) -> Any:
+    return next(c for c in development.CRITERIA if c.id == criterion_id)
+
+
+def test_glue_size_is_counted_with_radon(data: ScoringData) -> None:
+    from radon.complexity import cc_visit
+    from radon.raw import analyze
+    from radon.visitors import Function
+
+    source = inspect.getsource(sys.modules[__name__])
+    lines = _criterion("glue_lines").compute(data)
+    assert _values(lines)["plug"] == [float(analyze(source).lloc)]
+    complexity = _criterion("glue_complexity").compute(data)
+    expected = sum(b.complexity for b in cc_visit(source) if isinstance(b, Function))
+    assert _values(complexity)["plug"] == [float(expected)]
+    assert _missing(lines)["ghost"] == "adapter 'ghost' is not installed here (no plugin registers it)"
+
+
+def test_install_footprint_reads_installed_metadata(data: ScoringData) -> None:
+    record = importlib.metadata.distribution("pluggy").files
+    expected_bytes = sum(f.size or f.locate().stat().st_size for f in record)
+    assert _values(_criterion("install_distributions").compute(data))["plug"] == [1.0]  # pluggy needs nothing
+    assert _values(_criterion("install_size").compute(data))["plug"] == [pytest.approx(expected_bytes / 2**20)]
+    assert _missing(_criterion("install_size").compute(data))["bare"] == "adapter 'bare' declares no distributions"
+
+
+def test_install_closure_follows_requirements() -> None:
+    closure = development.install_closure("pytest")
+    assert {"pytest", "pluggy", "iniconfig"} <= set(closure["names"])
+    assert closure["distributions"] == len(closure["names"])
+
+
+def test_cold_import_is_timed_in_fresh_interpreters_and_cached(data: ScoringData, monkeypatch: pytest.MonkeyPatch) -> None:
+    samples = _values(_criterion("cold_import").compute(data))["plug"]
+    assert len(samples) == development.IMPORT_REPEATS and all(0 < s < 30 for s in samples)
+    cached = json.loads(data.cache.path.read_text())
+    assert any(key.startswith("import|pluggy|pluggy|") for key in cached)
+
+    def no_subprocess(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("measured again instead of using the cache")
+
+    monkeypatch.setattr(development.subprocess, "run", no_subprocess)
+    fresh = ScoringData(data.runs, plugins=data.plugins, cache=MeasurementCache(data.cache.path))
+    assert _values(_criterion("cold_import").compute(fresh))["plug"] == samples
+
+
+def test_api_coverage_is_introspected(data: ScoringData) -> None:
+    docs = _values(_criterion("docstring_coverage").compute(data))["plug"][0]
+    hints = _values(_criterion("type_hint_coverage").compute(data))["plug"][0]
+    counts = development.introspect_api("pluggy")
+    assert counts["objects"] > 5 and counts["functions"] > 5
+    assert docs == pytest.approx(counts["documented"] / counts["objects"])
+    assert hints == pytest.approx(counts["typed"] / counts["functions"])
+    assert 0 < docs <= 1 and 0 < hints <= 1
+    assert _missing(_criterion("docstring_coverage").compute(data))["bare"] == "adapter 'bare' declares no import name"
+
+
+def test_failed_import_is_missing_with_the_error() -> None:
+    result = development.time_cold_import("no_such_module_for_rlcompare", repeats=1)
+    assert result["error"].startswith("import no_such_module_for_rlcompare failed: ModuleNotFoundError")
+
+
+def test_coverage_from_capabilities_and_registry(data: ScoringData) -> None:
+    assert _values(_criterion("algorithm_coverage").compute(data))["plug"] == [0.5]  # PPO, DQN of 4
+    assert _values(_criterion("registry_algorithms").compute(data))["plug"] == [3.0]  # distinct names
+    features = _criterion("distributed_feature_coverage").compute(data)
+    # vectorized envs, workers, async (capabilities) and multi-node (taxonomy) of 7 known features
+    assert _values(features)["plug"] == [pytest.approx(4 / 7)]
+    assert features.notes[("plug", ALL_WORKLOADS)] == (
+        "4 of 7: vectorized environments, multi-process workers, asynchronous sampling or learning, "
+        "multi-node cluster")
+    assert _missing(features)["bare"] == "framework 'bare-fw' has no registry entry"
+
+
+def test_licence_and_release_age_from_the_registry(data: ScoringData) -> None:
+    result = _criterion("licence").compute(data)
+    assert _values(result)["plug"] == [0.5]
+    assert result.labels[("plug", ALL_WORKLOADS)] == "GPL-3.0-only"
+    age = _criterion("release_age").compute(data)
+    assert _values(age)["plug"] == [366.0]  # 2024-01-31 to 2025-01-31, a leap year
+    assert age.labels[("plug", ALL_WORKLOADS)] == "2024-01-31"
+
+
+def test_without_a_registry_cells_are_missing_or_fall_back_to_package_metadata(tmp_path: Path) -> None:
+    data = _data(tmp_path, None)
+    for criterion_id in ("registry_algorithms", "distributed_feature_coverage", "release_age"):
+        assert _missing(_criterion(criterion_id).compute(data))["plug"] == "no framework registry is installed"
+    licence = _criterion("licence").compute(data)
+    assert _values(licence)["plug"] == [1.0]  # pluggy's metadata: MIT
+    assert licence.notes[("plug", ALL_WORKLOADS)] == "permissive, from the package metadata"
+    assert "no framework registry is installed" in _missing(licence)["ghost"]
+
+
+def test_registry_entries_are_read_defensively(tmp_path: Path) -> None:
+    sparse = SimpleNamespace(id="pluggy-fw")  # an entry with none of the fields
+    data = _data(tmp_path, {"pluggy-fw": sparse})
+    assert _missing(_criterion("registry_algorithms").compute(data))["plug"] == "the registry entry has no algorithms"
+    assert _missing(_criterion("release_age").compute(data))["plug"] == "the registry entry has no latest_release"
+    # what the capabilities declare is known; the rest is unknown and left out of the share
+    features = _criterion("distributed_feature_coverage").compute(data)
+    assert _values(features)["plug"] == [1.0]
+    assert "unknown: GPU batch simulation" in features.notes[("plug", ALL_WORKLOADS)]
+
+
+def test_unknown_registry_facts_are_missing_with_the_reason(tmp_path: Path) -> None:
+    entry = SimpleNamespace(id="pluggy-fw", licence=fact("unknown"), algorithms=fact("unknown"))
+    data = _data(tmp_path, {"pluggy-fw": entry})
+    assert _missing(_criterion("registry_algorithms").compute(data))["plug"] == "the registry records algorithms as unknown"
+    licence = _criterion("licence").compute(data)  # unknown in the registry: the package metadata says MIT
+    assert licence.labels[("plug", ALL_WORKLOADS)] == "MIT"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("MIT", ("permissive", 1.0)), ("BSD-3-Clause", ("permissive", 1.0)), ("Apache-2.0", ("permissive", 1.0)),
+    ("LGPLv2+", ("weak copyleft", 0.75)), ("MPL-2.0", ("weak copyleft", 0.75)),
+    ("GPL-3.0-or-later", ("strong copyleft", 0.5)), ("AGPL-3.0", ("network copyleft", 0.25)),
+    ("Simplified BSD", ("permissive", 1.0)), ("Proprietary", None),
+])
+def test_licence_classes(text: str, expected: tuple[str, float] | None) -> None:
+    assert development.classify_licence(text) == expected
