@@ -16,6 +16,8 @@ from typing import Any, NoReturn
 from rlcompare.errors import RLCompareError, UsageError
 from rlcompare.registry_cli import COMMANDS as REGISTRY_COMMANDS
 from rlcompare.registry_cli import add_commands as add_registry_commands
+from rlcompare.score_cli import COMMANDS as SCORE_COMMANDS
+from rlcompare.score_cli import add_commands as add_score_commands
 
 DEFAULT_STORE = "rlcompare.db"
 DEFAULT_TIMEOUT_SECONDS = 3600.0
@@ -90,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--format", type=_name_list, default=["md"], metavar="FMT", help="comma-separated: md")
 
     add_registry_commands(commands)
+    add_score_commands(commands)
     return parser
 
 
@@ -158,14 +161,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     else:
         data = [
             {"id": c.id, "title": getattr(c, "title", ""), "category": getattr(c, "category", ""),
-             "unit": getattr(c, "unit", ""), "direction": getattr(c, "direction", "")}
+             "unit": getattr(c, "unit", ""), "direction": getattr(c, "direction", ""),
+             "method": getattr(c, "method", ""), "normalization": getattr(c, "normalization", "")}
             for _, c in sorted(plugins.criteria.items())
         ]
         if args.json:
             _print_json(data)
         else:
             _table("criteria", ("id", "title", "category", "unit", "direction"),
-                   [tuple(c.values()) for c in data])
+                   [(c["id"], c["title"], c["category"], c["unit"], c["direction"]) for c in data])
     return 0
 
 
@@ -272,6 +276,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 COMMANDS = {"list": cmd_list, "doctor": cmd_doctor, "plan": cmd_plan, "run": cmd_run, "report": cmd_report}
 COMMANDS.update(REGISTRY_COMMANDS)
+COMMANDS.update(SCORE_COMMANDS)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -30,6 +30,8 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "adapters.sb3",
     "adapters.tianshou",
     "adapters.rllib",
+    "criteria.performance",
+    "criteria.development",
 )
 
 #: Set to ``1`` to skip third-party plugins found through entry points.
