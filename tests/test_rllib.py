@@ -118,7 +118,8 @@ def test_timeout_leaves_no_ray_process_behind(tmp_path: Path) -> None:
 
     watcher = threading.Thread(target=watch, daemon=True)
     with Store(tmp_path / "runs.db") as store:
-        runner = LocalRunner(store, timeout_seconds=60, on_start=lambda _: watcher.start())
+        # long enough for Ray to start on a loaded 2-core machine, so the kill meets a running cluster
+        runner = LocalRunner(store, timeout_seconds=90, on_start=lambda _: watcher.start())
         summary = runner.run(plan)
     stop.set()
     watcher.join()
