@@ -123,6 +123,29 @@ def _hosts(runs: pd.DataFrame) -> list[dict[str, Any]]:
     return list(hosts.values())
 
 
+#: Registry facts shown for the frameworks a report covers (the survey's taxonomy, and the licence).
+FRAMEWORK_COLUMNS = ("backend", "architecture", "simulation_parallelism", "computing_parallelism",
+                     "synchronization", "licence")
+
+
+def framework_rows(framework_ids: Sequence[str]) -> list[dict[str, str]]:
+    """The registry's taxonomy for each framework in a report; a framework the registry lacks says so."""
+    from rlcompare.plugins import build_plugin_manager
+    from rlcompare.registry import entries_from_registered, registry_frame
+
+    entries, _ = entries_from_registered(build_plugin_manager().frameworks)
+    frame = registry_frame([entries[key] for key in framework_ids if key in entries])
+    rows = []
+    for key in framework_ids:
+        if key not in frame.index:
+            rows.append({"id": key, "name": "(not in the registry)", **{c: "-" for c in FRAMEWORK_COLUMNS}})
+            continue
+        row = frame.loc[key]
+        rows.append({"id": key, "name": str(row["name"]),
+                     **{c: ", ".join(row[c]) if isinstance(row[c], list) else str(row[c]) for c in FRAMEWORK_COLUMNS}})
+    return rows
+
+
 def render_markdown(store: Store) -> str:
     """The Markdown report of everything in ``store``."""
     from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -141,6 +164,8 @@ def render_markdown(store: Store) -> str:
         store=str(store.path),
         sections=summarize(runs),
         hosts=_hosts(runs),
+        frameworks=framework_rows(sorted(runs["framework"].unique())),
+        framework_columns=FRAMEWORK_COLUMNS,
         run_count=len(runs[runs["status"] != "unsupported"]),
     )
 

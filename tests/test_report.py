@@ -24,6 +24,7 @@ def test_run_then_report_markdown(fake_plugin: Path, tiny_workload: Path, tmp_pa
     assert "`tiny__raising__s0`: failed: RuntimeError: boom from the raising adapter" in text
     assert "**Fidelity of `fake`**" in text and "unsupported" in text
     assert "## Hosts" in text
+    assert "| `fakefw` | (not in the registry) |" in text  # the registry table covers every framework
 
 
 def test_unknown_report_format_writes_nothing(fake_plugin: Path, tiny_workload: Path, tmp_path: Path,
