@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,7 +44,7 @@ from rlcompare.criteria_api import (
     ScoringData,
 )
 from rlcompare.profiles import WeightProfile
-from rlcompare.stats import DEFAULT_REPS, Estimate
+from rlcompare.stats import DEFAULT_REPS, Estimate, seeded_global_numpy
 
 if TYPE_CHECKING:
     from rlcompare.plugins import Plugins
@@ -76,19 +75,6 @@ class ScoringOptions:
 
 
 # -- rliable, seeded ---------------------------------------------------------------------------------
-
-
-@contextmanager
-def seeded_global_rng(seed: int) -> Iterator[None]:
-    """rliable draws its resampling indices from numpy's global RandomState (not from the
-    ``random_state`` it is given), so reproducible intervals need the global state seeded; the
-    caller's state is restored afterwards."""
-    saved = np.random.get_state()
-    np.random.seed(seed)
-    try:
-        yield
-    finally:
-        np.random.set_state(saved)
 
 
 class Bootstrap:
@@ -143,7 +129,7 @@ def aggregate_estimates(
 ) -> dict[str, dict[str, Estimate]]:
     """IQM, mean and median with stratified-bootstrap intervals for each key of ``score_dict``
     (``num_runs x num_tasks`` arrays), exactly as rliable computes them."""
-    with seeded_global_rng(seed):
+    with seeded_global_numpy(seed):
         return _aggregate_estimates(dict(score_dict), Bootstrap(reps, confidence))
 
 
@@ -313,7 +299,7 @@ def score(
     criteria = dict(sorted(criteria.items(), key=lambda item: order.get(getattr(item[1], "category", None), 99)))
     results, errors = _compute_all(data, criteria)
     boot = Bootstrap(options.reps, options.confidence, recorder)
-    with seeded_global_rng(options.seed):
+    with seeded_global_numpy(options.seed):
         cells, values = _raw_cells(data, criteria, results, boot)
         normalized, references = _normalize_all(data, criteria, values)
         aggregates = _aggregates(normalized, boot)
