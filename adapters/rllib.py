@@ -144,6 +144,7 @@ class RLlibAdapter(Adapter):
     summary = "Ray RLlib (new API stack): PPO/APPO, DQN, SAC; env runners as Ray actors"
     import_name = "ray.rllib"
     distributions = ("ray", "torch")
+    install_requires = ("ray[rllib]", "torch")
 
     def capabilities(self) -> Capabilities:
         return Capabilities(

@@ -151,30 +151,37 @@ def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def install_closure(root: str) -> dict[str, Any]:
-    """The installed distributions ``root`` pulls in (itself included, extras and requirements whose
-    markers do not hold here excluded) and the bytes their installed files take."""
+def install_closure(*requirements: str) -> dict[str, Any]:
+    """The installed distributions that ``requirements`` (e.g. ``"ray[rllib]"``, ``"torch"``) pull in,
+    themselves included, following the extras asked for and skipping requirements whose markers do
+    not hold here, and the bytes their installed files take."""
     from packaging.requirements import InvalidRequirement, Requirement
 
     seen: dict[str, int] = {}
-    queue = [root]
+    extras_seen: dict[str, set[str]] = {}
+    queue = [Requirement(text) for text in requirements]
     while queue:
-        name = _canonical(queue.pop())
-        if name in seen:
+        requirement = queue.pop()
+        name = _canonical(requirement.name)
+        extras = set(requirement.extras)
+        if name in seen and extras <= extras_seen[name]:
             continue
         try:
             distribution = importlib.metadata.distribution(name)
         except importlib.metadata.PackageNotFoundError:
             continue  # an optional or platform-specific dependency that is not installed
         seen[name] = _installed_bytes(distribution)
+        extras_seen[name] = extras_seen.get(name, set()) | extras
         for text in distribution.requires or []:
             try:
-                requirement = Requirement(text)
+                dependency = Requirement(text)
             except InvalidRequirement:
                 continue
-            if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+            if dependency.marker is not None and not any(
+                dependency.marker.evaluate({"extra": extra}) for extra in ("", *extras_seen[name])
+            ):
                 continue
-            queue.append(requirement.name)
+            queue.append(dependency)
     return {"distributions": len(seen), "bytes": sum(seen.values()), "names": sorted(seen)}
 
 
@@ -192,10 +199,15 @@ def _installed_bytes(distribution: importlib.metadata.Distribution) -> int:
 
 
 def _footprint(data: ScoringData, adapter_id: str) -> tuple[dict[str, Any] | None, str | None]:
+    """Everything the adapter needs installed: the closure of its ``install_requires`` (or of its
+    ``distributions``), so a framework that needs torch without requiring it is charged for it too."""
     name, version, reason = _framework_distribution(data, adapter_id)
     if reason is not None:
         return None, reason
-    return data.cache.get_or_compute(f"install|{_canonical(name)}|{version}", lambda: install_closure(name)), None
+    adapter, _ = _adapter_class(data, adapter_id)
+    requirements = tuple(getattr(adapter, "install_requires", ()) or ()) or tuple(adapter.distributions)
+    key = f"install|{'+'.join(sorted(requirements))}|{version}"
+    return data.cache.get_or_compute(key, lambda: install_closure(*requirements)), None
 
 
 def install_size(data: ScoringData, adapter_id: str) -> tuple[float | None, str | None]:

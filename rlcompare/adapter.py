@@ -115,8 +115,11 @@ class Adapter(ABC):
     summary: ClassVar[str] = ""
     #: Module whose import proves the framework is installed (checked by ``doctor``, not ``list``).
     import_name: ClassVar[str | None] = None
-    #: Distributions whose versions are recorded with each run.
+    #: Distributions whose versions are recorded with each run; the first is the framework's own.
     distributions: ClassVar[tuple[str, ...]] = ()
+    #: What pip must install for this adapter to run (requirement strings, extras allowed), used to
+    #: measure the install footprint; empty means ``distributions``.
+    install_requires: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def capabilities(self) -> Capabilities:

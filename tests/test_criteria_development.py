@@ -119,6 +119,15 @@ def test_install_closure_follows_requirements() -> None:
     assert closure["distributions"] == len(closure["names"])
 
 
+def test_install_closure_follows_extras_and_unions_roots() -> None:
+    plain = development.install_closure("ray")
+    with_rllib = development.install_closure("ray[rllib]")
+    assert "gymnasium" not in plain["names"] and "gymnasium" in with_rllib["names"]  # rllib's extra needs it
+    both = development.install_closure("ray[rllib]", "pluggy")
+    assert set(both["names"]) == set(with_rllib["names"]) | {"pluggy"}
+    assert both["bytes"] >= with_rllib["bytes"]
+
+
 def test_cold_import_is_timed_in_fresh_interpreters_and_cached(data: ScoringData, monkeypatch: pytest.MonkeyPatch) -> None:
     samples = _values(_criterion("cold_import").compute(data))["plug"]
     assert len(samples) == development.IMPORT_REPEATS and all(0 < s < 30 for s in samples)
