@@ -268,17 +268,7 @@ class RLlibAdapter(Adapter):
         import ray
         from ray.tune.registry import register_env
 
-        par = workload.parallelism
-        os.environ.setdefault("RAY_DEDUP_LOGS", "0")
-        os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a private, single-run cluster on loopback
-        ray.init(
-            num_cpus=(par.workers if par.workers > 1 else 0) + 1,
-            include_dashboard=False,
-            _node_ip_address="127.0.0.1",
-            log_to_driver=False,
-            configure_logging=False,
-            object_store_memory=256 * 2**20,
-        )
+        start_ray(workload)
         try:
             env_name = f"rlcompare-{os.getpid()}"
             creator = EnvCreator(workload.env, dict(workload.env_kwargs), str(context.counter.path))
@@ -300,6 +290,24 @@ class RLlibAdapter(Adapter):
         finally:
             ray.shutdown()
         return TrainingResult(policy=policy, framework_env_steps=framework_steps, native_config=native)
+
+
+def start_ray(workload: Workload) -> None:
+    """Start the run's private Ray cluster: loopback only, no dashboard, one CPU per remote env
+    runner plus one for the learner (the training process)."""
+    import ray
+
+    workers = workload.parallelism.workers
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a private, single-run cluster on loopback
+    ray.init(
+        num_cpus=(workers if workers > 1 else 0) + 1,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        log_to_driver=False,
+        configure_logging=False,
+        object_store_memory=256 * 2**20,
+    )
 
 
 def _is_plain(value: Any) -> bool:

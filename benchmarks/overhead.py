@@ -59,19 +59,13 @@ def direct_sb3(workload: Any) -> float:
 def direct_rllib(workload: Any) -> float:
     """RLlib called directly with the config the adapter builds, on plain (uncounted) envs;
     seconds in the ``train()`` loop until the budget is sampled."""
-    import os
-
     import ray
     from ray.tune.registry import register_env
 
-    from adapters.rllib import RLlibAdapter
+    from adapters.rllib import RLlibAdapter, start_ray
     from rlcompare.envs import make_env
 
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    workers = workload.parallelism.workers
-    ray.init(num_cpus=(workers if workers > 1 else 0) + 1, include_dashboard=False,
-             _node_ip_address="127.0.0.1", log_to_driver=False, configure_logging=False,
-             object_store_memory=256 * 2**20)
+    start_ray(workload)  # the same cluster the adapter starts
     try:
         register_env("direct-env", lambda _config: make_env(workload.env, workload.env_kwargs))
         algorithm = RLlibAdapter().build_config(workload, 0, "direct-env").build_algo()

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from rlcompare.errors import IncompatibleError, UsageError
 from rlcompare.plugins import Plugins
-from rlcompare.workload import Workload, check_environment
+from rlcompare.workload import Workload, check_environment, load_workload_file
 
 
 def run_id_for(workload_id: str, adapter_id: str, seed: int) -> str:
@@ -45,8 +45,6 @@ class Plan:
 
 def resolve_workloads(plugins: Plugins, suite: str | None, workload_files: Sequence[str]) -> list[Workload]:
     """The workloads a command names: a suite's, or those read from files (never both)."""
-    from rlcompare.workload import load_workload_file
-
     if suite and workload_files:
         raise UsageError("give either --suite or --workload, not both")
     if suite:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rlcompare.context import read_progress
-from rlcompare.plan import Plan, PlannedRun
+from rlcompare.plan import Plan, PlannedRun, RefusedPair, run_id_for
 from rlcompare.process_tree import RUN_ID_ENV, TreeMonitor, kill_tree
 from rlcompare.store import Store
 from rlcompare.worker import RESULT_FILE
@@ -252,9 +252,7 @@ def workload_ideal_throughput(workload: Workload) -> float | None:
     return ideal_throughput(step_cost_ms, workload.parallelism.workers)
 
 
-def _refused_record(refused: Any) -> dict[str, Any]:
-    from rlcompare.plan import run_id_for
-
+def _refused_record(refused: RefusedPair) -> dict[str, Any]:
     workload = refused.workload
     return {
         "run_id": run_id_for(workload.id, refused.adapter_id, -1),
