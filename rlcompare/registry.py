@@ -1,13 +1,16 @@
-"""The framework registry: a versioned, sourced catalogue of open-source RL frameworks.
+"""The framework registry: a versioned catalogue of open-source RL frameworks with checkable provenance.
 
 Each framework is one TOML file in ``rlcompare/frameworks/``; plugins contribute entries through
 the ``rlcompare_register_frameworks`` hook (see :mod:`rlcompare.builtin_frameworks`). Every fact
-carries its own sources (URL, ``doi:...`` or ``arXiv:...``) and an as-of date, and ``"unknown"`` is
-a legitimate value: a fact nobody could establish is recorded as unknown, never guessed.
+carries its evidence: where it was read (a repository file at a commit, a web page on a date, or a
+paper at a table or section) and a short verbatim excerpt that supports it. ``"unknown"`` is a
+legitimate value, recorded with what was searched: a fact nobody could establish is never guessed.
 
-The vocabulary of the taxonomy fields (architecture, simulation and computing parallelism,
-synchronization) follows the survey "Acceleration for Deep Reinforcement Learning using Parallel and
-Distributed Computing" (Liu, Xu, Qiao, Li; ACM CSUR 2024, doi:10.1145/3703453).
+An entry's ``domain`` decides which axes it must state: ``control`` entries (classic deep-RL
+frameworks) use the taxonomy of the survey "Acceleration for Deep Reinforcement Learning using
+Parallel and Distributed Computing" (Liu, Xu, Qiao, Li; ACM CSUR 2024, doi:10.1145/3703453);
+``llm`` entries (RL for LLM post-training) use the axes of the 2026 comparisons of those libraries
+(:mod:`rlcompare.registry_vocabulary`).
 
 This module only needs pydantic and tomllib: listing frameworks must stay light. pandas is imported
 inside :func:`feature_matrix` and :func:`registry_frame` only.
@@ -25,20 +28,52 @@ from datetime import date
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import urlparse
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from rlcompare.errors import UnknownNameError, UsageError
+from rlcompare.registry_facts import (
+    UNKNOWN,
+    Evidence,
+    Fact,
+    Release,
+    _Strict,
+    is_well_formed_url,
+    survey_evidence,
+)
+from rlcompare.registry_vocabulary import (
+    ALGORITHM_PATTERN,
+    ARCHITECTURES,
+    BACKENDS,
+    COMPUTING_PARALLELISM,
+    DOCS,
+    DOMAINS,
+    ENV_API_PATTERN,
+    INFERENCE_BACKENDS,
+    LORA,
+    ORCHESTRATION,
+    PARTIAL_ROLLOUTS,
+    PLACEMENT,
+    ROLLOUT_BUFFER,
+    SIMULATION_PARALLELISM,
+    SPDX_PATTERN,
+    STALENESS,
+    SURVEYS,
+    SYNCHRONIZATION,
+    TRAINING_BACKENDS,
+    TYPE_HINTS,
+    WEIGHT_SYNC,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
-SCHEMA_VERSION = 1
-UNKNOWN = "unknown"
+SCHEMA_VERSION = 2
 FRAMEWORK_ID_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 #: Where the built-in entries live, relative to the ``rlcompare`` package.
 BUILTIN_DIRECTORY = "frameworks"
+#: How many problems one error line names before saying "and N more".
+MAX_PROBLEMS_SHOWN = 12
 
 
 class InvalidFrameworkEntryError(UsageError):
@@ -46,19 +81,82 @@ class InvalidFrameworkEntryError(UsageError):
 
 
 # -------------------------------------------------------------------------------------------------
-# vocabulary
+# fields
 # -------------------------------------------------------------------------------------------------
 
-BACKENDS = ("pytorch", "tensorflow", "jax", "mindspore", "paddlepaddle", "numpy", "warp", "agnostic")
 
-#: The survey's learning-system architectures, plus ``non-distributed`` for libraries that have
-#: one learner process and no actor/learner split (environments may still run in sub-processes).
-ARCHITECTURES = ("centralized", "decentralized", "gossip", "fine-grained", "non-distributed")
-SIMULATION_PARALLELISM = ("vectorized-cpu", "async-env-pool", "gpu-batch")
-COMPUTING_PARALLELISM = ("multi-process", "multi-thread", "multi-node", "multi-gpu", "tpu", "fpga")
-SYNCHRONIZATION = ("synchronous", "asynchronous", "stale-synchronous", "hybrid")
-DOCS = ("site", "repository", "none")
-TYPE_HINTS = ("checked", "annotated", "none")
+@dataclass(frozen=True)
+class FieldSpec:
+    """What values one fact accepts; ``kind`` picks the check in :func:`_check_value`."""
+
+    kind: Literal["bool", "year", "text", "url", "spdx", "choice", "choices", "names", "release"]
+    description: str
+    group: Literal["common", "control", "llm"] = "common"
+    allowed: tuple[str, ...] = ()
+    pattern: re.Pattern[str] | None = None
+    may_be_unknown: bool = True
+    extra_values: tuple[str, ...] = ()  # accepted besides the kind's values, e.g. "none" for homepage
+
+
+def _control(kind: Any, description: str, **kwargs: Any) -> FieldSpec:
+    return FieldSpec(kind, description, group="control", **kwargs)
+
+
+def _llm(description: str, allowed: tuple[str, ...]) -> FieldSpec:
+    return FieldSpec("choices", description, group="llm", allowed=allowed)
+
+
+#: Every fact an entry can state, in display order. Keys are what ``--where`` and the JSON output use.
+FIELDS: dict[str, FieldSpec] = {
+    "repository": FieldSpec("url", "Source repository.", may_be_unknown=False),
+    "homepage": FieldSpec("url", "Project or documentation home page.", extra_values=("none",)),
+    "licence": FieldSpec("spdx", "SPDX licence identifier.", pattern=SPDX_PATTERN),
+    "institution": FieldSpec("text", "Institution that created or maintains it."),
+    "first_release_year": FieldSpec("year", "Year of the first public release or the paper releasing it."),
+    "latest_release": FieldSpec("release", "Latest release: {version, date}, or 'none' if never released.",
+                                extra_values=("none",)),
+    "surveys": FieldSpec("choices", "Comparisons (surveys) that cover it, by id.", allowed=tuple(SURVEYS)),
+    "backend": FieldSpec("choices", "Deep-learning backends.", allowed=BACKENDS),
+    "algorithms": FieldSpec("names", "Algorithms shipped, canonical upper-case names.", pattern=ALGORITHM_PATTERN),
+    "synchronization": FieldSpec("choices", "How acting (generation) and learning synchronise.",
+                                 allowed=SYNCHRONIZATION),
+    "docs": FieldSpec("choice", "Documentation: a hosted site, files in the repository, or none.", allowed=DOCS),
+    "type_hints": FieldSpec("choice", "Type hints: checked in CI, annotated, or none.", allowed=TYPE_HINTS),
+    "tests": FieldSpec("bool", "Has an automated test suite."),
+    "coverage_reported": FieldSpec("bool", "Publishes test-coverage measurements."),
+    "ci": FieldSpec("bool", "Runs continuous integration."),
+    # the seed survey's axes (required for control entries)
+    "multi_agent": _control("bool", "Multi-agent RL support."),
+    "offline_rl": _control("bool", "Offline (batch) RL support."),
+    "evolutionary": _control("bool", "Evolutionary or population-based methods (ES, GA, CEM, PBT)."),
+    "architecture": _control("choices", "Learning-system architecture.", allowed=ARCHITECTURES),
+    "simulation_parallelism": _control("choices", "How environments run in parallel.",
+                                       allowed=SIMULATION_PARALLELISM),
+    "computing_parallelism": _control("choices", "Parallel hardware it uses.", allowed=COMPUTING_PARALLELISM),
+    "env_apis": _control("names", "Environment interfaces supported.", pattern=ENV_API_PATTERN),
+    # the LLM post-training axes (required for llm entries)
+    "orchestration": _llm("Orchestration primitive that runs and connects generation and training.",
+                          ORCHESTRATION),
+    "rollout_buffer": _llm("How finished rollouts reach the trainer.", ROLLOUT_BUFFER),
+    "weight_sync": _llm("How new weights reach the inference engines.", WEIGHT_SYNC),
+    "staleness": _llm("How off-policy lag between generation and training is bounded or corrected.",
+                      STALENESS),
+    "partial_rollouts": _llm("What happens to generations in flight when weights change.", PARTIAL_ROLLOUTS),
+    "lora": _llm("LoRA (adapter) training support.", LORA),
+    "training_backend": _llm("Distributed training backends.", TRAINING_BACKENDS),
+    "inference_backend": _llm("Inference (generation) engines.", INFERENCE_BACKENDS),
+    "placement": _llm("Generator and trainer on the same GPUs (colocated) or separate ones (disaggregated).",
+                      PLACEMENT),
+}
+LIST_KINDS = ("choices", "names")
+COMMON_FIELDS = tuple(name for name, spec in FIELDS.items() if spec.group == "common")
+CONTROL_FIELDS = tuple(name for name, spec in FIELDS.items() if spec.group == "control")
+LLM_FIELDS = tuple(name for name, spec in FIELDS.items() if spec.group == "llm")
+#: Facts each domain must state; the other domain's axes are optional.
+REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
+    "control": (*COMMON_FIELDS, *CONTROL_FIELDS),
+    "llm": (*COMMON_FIELDS, *LLM_FIELDS),
+}
 
 #: The survey's taxonomy dimensions: the columns of :func:`feature_matrix`.
 TAXONOMY_FIELDS: dict[str, tuple[str, ...]] = {
@@ -68,218 +166,184 @@ TAXONOMY_FIELDS: dict[str, tuple[str, ...]] = {
     "synchronization": SYNCHRONIZATION,
 }
 FEATURE_FIELDS = ("multi_agent", "offline_rl", "evolutionary")
-
-ALGORITHM_PATTERN = re.compile(r"^[A-Z0-9][A-Z0-9+-]*$")
-ENV_API_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
-SPDX_PATTERN = re.compile(r"^[A-Za-z0-9.+-]+( (AND|OR|WITH) [A-Za-z0-9.+-]+)*$")
-
-
-@dataclass(frozen=True)
-class FieldSpec:
-    """What values one fact accepts; ``kind`` picks the check in :func:`_check_value`."""
-
-    kind: Literal["bool", "year", "text", "url", "spdx", "choice", "choices", "names"]
-    description: str
-    allowed: tuple[str, ...] = ()
-    pattern: re.Pattern[str] | None = None
-    may_be_unknown: bool = True
-    extra_values: tuple[str, ...] = ()  # accepted besides the kind's values, e.g. "none" for homepage
-
-
-#: Every fact of an entry, in display order. Keys are what ``--where`` and the JSON output use.
-FIELDS: dict[str, FieldSpec] = {
-    "in_survey": FieldSpec("bool", "Compared among the 16 libraries of the survey (doi:10.1145/3703453)."),
-    "repository": FieldSpec("url", "Source repository.", may_be_unknown=False),
-    "homepage": FieldSpec("url", "Project or documentation home page.", extra_values=("none",)),
-    "licence": FieldSpec("spdx", "SPDX licence identifier.", pattern=SPDX_PATTERN),
-    "institution": FieldSpec("text", "Institution that created or maintains it."),
-    "first_release_year": FieldSpec("year", "Year of the first public release or the paper releasing it."),
-    "backend": FieldSpec("choices", "Deep-learning backends.", allowed=BACKENDS),
-    "algorithms": FieldSpec("names", "Algorithms shipped, canonical upper-case names.", pattern=ALGORITHM_PATTERN),
-    "multi_agent": FieldSpec("bool", "Multi-agent RL support."),
-    "offline_rl": FieldSpec("bool", "Offline (batch) RL support."),
-    "evolutionary": FieldSpec("bool", "Evolutionary or population-based methods (ES, GA, CEM, PBT)."),
-    "architecture": FieldSpec("choices", "Learning-system architecture.", allowed=ARCHITECTURES),
-    "simulation_parallelism": FieldSpec("choices", "How environments run in parallel.",
-                                        allowed=SIMULATION_PARALLELISM),
-    "computing_parallelism": FieldSpec("choices", "Parallel hardware it uses.", allowed=COMPUTING_PARALLELISM),
-    "synchronization": FieldSpec("choices", "How acting and learning synchronise.", allowed=SYNCHRONIZATION),
-    "env_apis": FieldSpec("names", "Environment interfaces supported.", pattern=ENV_API_PATTERN),
-    "docs": FieldSpec("choice", "Documentation: a hosted site, files in the repository, or none.", allowed=DOCS),
-    "type_hints": FieldSpec("choice", "Type hints: checked in CI, annotated, or none.", allowed=TYPE_HINTS),
-    "tests": FieldSpec("bool", "Has an automated test suite."),
-    "coverage_reported": FieldSpec("bool", "Publishes test-coverage measurements."),
-    "ci": FieldSpec("bool", "Runs continuous integration."),
+#: The axes each domain is compared on, in display order (``rlcompare frameworks`` shows these).
+DOMAIN_AXES: dict[str, tuple[str, ...]] = {
+    "control": ("backend", "architecture", "simulation_parallelism", "computing_parallelism", "synchronization"),
+    "llm": ("orchestration", "placement", "rollout_buffer", "weight_sync", "staleness", "partial_rollouts",
+            "lora", "training_backend", "inference_backend"),
 }
-LIST_KINDS = ("choices", "names")
 
 #: Friendly spellings accepted by ``--where``.
-KEY_ALIASES = {"license": "licence", "backends": "backend", "algorithm": "algorithms", "env_api": "env_apis"}
+KEY_ALIASES = {"license": "licence", "backends": "backend", "algorithm": "algorithms", "env_api": "env_apis",
+               "survey": "surveys"}
 #: Plain (unsourced) attributes that ``--where`` can also filter on.
-PLAIN_KEYS = ("id", "name")
+PLAIN_KEYS = ("id", "name", "domain")
 
 
 # -------------------------------------------------------------------------------------------------
-# sources
+# facts and entries
 # -------------------------------------------------------------------------------------------------
-
-DOI_PATTERN = re.compile(r"^doi:10\.\d{4,9}/\S+$", re.IGNORECASE)
-ARXIV_PATTERN = re.compile(r"^arXiv:(\d{4}\.\d{4,5}(v\d+)?|[a-z-]+(\.[A-Z]{2})?/\d{7}(v\d+)?)$")
-
-
-def is_well_formed_url(text: str) -> bool:
-    """An absolute http(s) URL with a dotted host and no whitespace."""
-    if any(char.isspace() for char in text):
-        return False
-    parsed = urlparse(text)
-    host = parsed.hostname or ""
-    return parsed.scheme in ("http", "https") and "." in host and not host.startswith(".")
-
-
-def source_kind(text: str) -> Literal["url", "doi", "arxiv"] | None:
-    """Which kind of source ``text`` is, or ``None`` when it is none of them."""
-    if DOI_PATTERN.match(text):
-        return "doi"
-    if ARXIV_PATTERN.match(text):
-        return "arxiv"
-    if is_well_formed_url(text):
-        return "url"
-    return None
-
-
-# -------------------------------------------------------------------------------------------------
-# schema
-# -------------------------------------------------------------------------------------------------
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Fact(_Strict):
-    """One sourced statement: its value, where it comes from, and when it was checked."""
-
-    value: Any = Field(description="The value, or 'unknown'.")
-    sources: tuple[str, ...] = Field(min_length=1, description="URLs, 'doi:...' or 'arXiv:...' ids.")
-    as_of: date = Field(description="When the sources were checked.")
-    note: str = Field("", description="Why the value is what it is, caveats.")
-    complete: bool = Field(
-        False, description="For lists: the sources give the whole set, so anything absent is absent."
-    )
-
-    @field_validator("value")
-    @classmethod
-    def _freeze_lists(cls, value: Any) -> Any:
-        # Entries are immutable and shared (cached): lists become tuples.
-        return tuple(value) if isinstance(value, list) else value
-
-    @field_validator("sources")
-    @classmethod
-    def _well_formed_sources(cls, sources: tuple[str, ...]) -> tuple[str, ...]:
-        for source in sources:
-            if source_kind(source) is None:
-                raise ValueError(
-                    f"{source!r} is not a URL (http/https), a DOI ('doi:10.…') or an arXiv id ('arXiv:…')"
-                )
-        return sources
-
-    @property
-    def is_unknown(self) -> bool:
-        return isinstance(self.value, str) and self.value == UNKNOWN
-
-    def __str__(self) -> str:
-        # Readers that only want the value (reports, criteria) can format a fact directly.
-        if isinstance(self.value, tuple):
-            return ", ".join(self.value)
-        return str(self.value)
 
 
 class FrameworkEntry(_Strict):
-    """One framework of the registry. Every field but ``id``, ``name`` and ``notes`` is a :class:`Fact`."""
+    """One framework of the registry. Every field but ``id``, ``name``, ``domain`` and ``notes`` is a
+    :class:`Fact`; facts of the other domain's axes are optional and ``None`` when not given."""
 
-    schema_version: Literal[1] = Field(SCHEMA_VERSION, description="Version of this entry format.")
+    schema_version: Literal[2] = Field(SCHEMA_VERSION, description="Version of this entry format.")
     id: str = Field(pattern=FRAMEWORK_ID_PATTERN, description="What users type, e.g. 'stable-baselines3'.")
     name: str = Field(min_length=1, description="Display name.")
+    domain: Literal["control", "llm"] = Field(description="Which axes apply: " + "; ".join(
+        f"{key}: {text}" for key, text in DOMAINS.items()))
     notes: str = Field("", description="Free text: scope, caveats, naming decisions.")
-    in_survey: Fact
-    repository: Fact
-    homepage: Fact
-    licence: Fact
-    institution: Fact
-    first_release_year: Fact
-    backend: Fact
-    algorithms: Fact
-    multi_agent: Fact
-    offline_rl: Fact
-    evolutionary: Fact
-    architecture: Fact
-    simulation_parallelism: Fact
-    computing_parallelism: Fact
-    synchronization: Fact
-    env_apis: Fact
-    docs: Fact
-    type_hints: Fact
-    tests: Fact
-    coverage_reported: Fact
-    ci: Fact
+    repository: Fact | None = None
+    homepage: Fact | None = None
+    licence: Fact | None = None
+    institution: Fact | None = None
+    first_release_year: Fact | None = None
+    latest_release: Fact | None = None
+    surveys: Fact | None = None
+    backend: Fact | None = None
+    algorithms: Fact | None = None
+    synchronization: Fact | None = None
+    docs: Fact | None = None
+    type_hints: Fact | None = None
+    tests: Fact | None = None
+    coverage_reported: Fact | None = None
+    ci: Fact | None = None
+    multi_agent: Fact | None = None
+    offline_rl: Fact | None = None
+    evolutionary: Fact | None = None
+    architecture: Fact | None = None
+    simulation_parallelism: Fact | None = None
+    computing_parallelism: Fact | None = None
+    env_apis: Fact | None = None
+    orchestration: Fact | None = None
+    rollout_buffer: Fact | None = None
+    weight_sync: Fact | None = None
+    staleness: Fact | None = None
+    partial_rollouts: Fact | None = None
+    lora: Fact | None = None
+    training_backend: Fact | None = None
+    inference_backend: Fact | None = None
+    placement: Fact | None = None
 
     @model_validator(mode="after")
-    def _valid_values(self) -> FrameworkEntry:
+    def _valid_facts(self) -> FrameworkEntry:
+        problems = [missing_fields_problem(self.domain, [n for n in REQUIRED_FIELDS[self.domain]
+                                                         if getattr(self, n) is None])]
         for name, spec in FIELDS.items():
-            fact: Fact = getattr(self, name)
-            problem = _check_value(spec, fact)
-            if problem:
-                raise ValueError(f"field '{name}.value': {problem}")
+            fact: Fact | None = getattr(self, name)
+            if fact is not None:
+                problems += _fact_problems(name, spec, fact)
+        problems = [problem for problem in problems if problem]
+        if problems:
+            raise ValueError(join_problems(problems))
         return self
 
-    def fact(self, name: str) -> Fact:
+    def fact(self, name: str) -> Fact | None:
+        """The fact ``name``; ``None`` when it is the other domain's axis and the entry does not state it."""
         if name not in FIELDS:
             raise UnknownNameError("registry field", name, FIELDS)
         return getattr(self, name)
 
     def value(self, name: str) -> Any:
-        """The value of a fact, or of ``id`` / ``name``."""
+        """The value of a fact (``None`` when not stated), or of ``id`` / ``name`` / ``domain``."""
         if name in PLAIN_KEYS:
             return getattr(self, name)
-        return self.fact(name).value
+        fact = self.fact(name)
+        return None if fact is None else fact.value
 
     def facts(self) -> dict[str, Fact]:
-        return {name: getattr(self, name) for name in FIELDS}
+        """Every fact the entry states, in field order."""
+        return {name: fact for name in FIELDS if (fact := getattr(self, name)) is not None}
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        """The axes the entry's domain is compared on."""
+        return DOMAIN_AXES[self.domain]
 
     def plain_values(self) -> dict[str, Any]:
-        """``id``, ``name`` and every fact's bare value (lists as tuples, or 'unknown')."""
-        return {"id": self.id, "name": self.name, **{name: fact.value for name, fact in self.facts().items()}}
+        """``id``, ``name``, ``domain`` and every stated fact's bare value (lists as tuples, or 'unknown')."""
+        return {"id": self.id, "name": self.name, "domain": self.domain,
+                **{name: fact.value for name, fact in self.facts().items()}}
 
     @property
     def taxonomy(self) -> dict[str, Any]:
-        """The survey's four taxonomy dimensions, bare values."""
-        return {name: getattr(self, name).value for name in TAXONOMY_FIELDS}
+        """The seed survey's four taxonomy dimensions, bare values (``None`` where not stated)."""
+        return {name: self.value(name) for name in TAXONOMY_FIELDS}
 
     def sources(self) -> list[str]:
-        """Every distinct source of the entry, in field order."""
+        """Every distinct evidence source of the entry, in field order."""
         seen: dict[str, None] = {}
         for fact in self.facts().values():
             seen.update(dict.fromkeys(fact.sources))
         return list(seen)
 
     def to_json_dict(self) -> dict[str, Any]:
-        """Plain values at the top level; per field: ``sources``, ``as_of``, and notes where given."""
+        """Plain values at the top level; per fact: ``evidence``, ``sources``, ``as_of``, and the
+        notes, searches and complete flags where given."""
         data: dict[str, Any] = {"id": self.id, "name": self.name, "schema_version": self.schema_version,
-                                "notes": self.notes}
+                                "domain": self.domain, "axes": list(self.axes), "notes": self.notes}
+        evidence: dict[str, list[dict[str, Any]]] = {}
         sources: dict[str, list[str]] = {}
         as_of: dict[str, str] = {}
         fact_notes: dict[str, str] = {}
+        searched: dict[str, str] = {}
         complete: list[str] = []
         for name, fact in self.facts().items():
-            data[name] = list(fact.value) if isinstance(fact.value, tuple) else fact.value
+            data[name] = fact.json_value()
+            evidence[name] = [item.to_json_dict() for item in fact.evidence]
             sources[name] = list(fact.sources)
             as_of[name] = fact.as_of.isoformat()
             if fact.note:
                 fact_notes[name] = fact.note
+            if fact.searched:
+                searched[name] = fact.searched
             if fact.complete:
                 complete.append(name)
-        data.update(sources=sources, as_of=as_of, fact_notes=fact_notes, complete=complete)
+        data.update(evidence=evidence, sources=sources, as_of=as_of, fact_notes=fact_notes, searched=searched,
+                    complete=complete)
         return data
+
+
+def missing_fields_problem(domain: Any, missing: Sequence[str]) -> str:
+    """One line naming every missing required fact, or ``""``."""
+    if not missing:
+        return ""
+    names = ", ".join(f"'{name}'" for name in missing)
+    plural = "s" if len(missing) > 1 else ""
+    return f"{len(missing)} required field{plural} missing for a {domain} entry: {names}"
+
+
+def join_problems(problems: Sequence[str]) -> str:
+    shown = "; ".join(problems[:MAX_PROBLEMS_SHOWN])
+    more = len(problems) - MAX_PROBLEMS_SHOWN
+    return shown + (f" (and {more} more)" if more > 0 else "")
+
+
+def _fact_problems(name: str, spec: FieldSpec, fact: Fact) -> list[str]:
+    problems = []
+    value_problem = _check_value(spec, fact)
+    if value_problem:
+        problems.append(f"field '{name}.value': {value_problem}")
+    if fact.is_unknown:
+        if not fact.searched.strip():
+            problems.append(f"field '{name}.searched' is required when the value is 'unknown' "
+                            "(what was searched, where)")
+    elif not fact.evidence and not (name == "surveys" and fact.value == ()):
+        problems.append(f"field '{name}.evidence' needs at least one item with an excerpt "
+                        "(or value 'unknown' with 'searched')")
+    if name == "surveys" and isinstance(fact.value, tuple):
+        for survey_id in fact.value:
+            survey = SURVEYS.get(survey_id)
+            if survey is not None and not any(survey_evidence(survey, item) for item in fact.evidence):
+                problems.append(f"field 'surveys.evidence': no excerpt from {survey_id} ({survey.citation}) "
+                                "naming the library")
+        if fact.value == () and not fact.note.strip():
+            problems.append("field 'surveys.note': an empty survey list needs a note (which comparisons omit it)")
+    if name == "first_release_year" and isinstance(fact.value, int) and fact.value > date.today().year:
+        problems.append(f"field 'first_release_year.value': {fact.value} is in the future")
+    return problems
 
 
 def _check_value(spec: FieldSpec, fact: Fact) -> str | None:
@@ -296,6 +360,12 @@ def _check_value(spec: FieldSpec, fact: Fact) -> str | None:
     if isinstance(value, str) and value in spec.extra_values:
         return None
     kind = spec.kind
+    if kind == "release":
+        if isinstance(value, Release):
+            return None
+        return f"expected a table {{ version = \"1.2.0\", date = 2025-07-25 }}, 'none' or 'unknown', got {value!r}"
+    if isinstance(value, Release):
+        return "a { version, date } table applies to latest_release only"
     if kind == "bool":
         return None if isinstance(value, bool) else f"expected true, false or 'unknown', got {value!r}"
     if kind == "year":
@@ -338,6 +408,9 @@ def _choice_problem(value: str, allowed: Sequence[str]) -> str | None:
         return None
     message = f"{value!r} is not one of {', '.join(allowed)}"
     close = difflib.get_close_matches(value, allowed, n=1, cutoff=0.5)
+    if not close:  # an abbreviation such as 'nccl' for 'nccl-broadcast'
+        close = [choice for choice in allowed if value and choice.startswith(value)][:2]
+        close = close if len(close) == 1 else []
     if close:
         message += f"; did you mean {close[0]!r}?"
     return message
@@ -349,17 +422,20 @@ def _choice_problem(value: str, allowed: Sequence[str]) -> str | None:
 
 
 def framework_entry_from_dict(data: Any, source: str, default_as_of: date | None = None) -> FrameworkEntry:
-    """Validate one entry; raise :class:`InvalidFrameworkEntryError` naming ``source`` and the field.
+    """Validate one entry; raise :class:`InvalidFrameworkEntryError` naming ``source`` and every field
+    at fault, on one line.
 
     A top-level ``as_of`` (a date) is the default for every fact that does not give its own.
     """
     if not isinstance(data, Mapping):
         raise InvalidFrameworkEntryError(f"{source}: an entry must be a table, got {type(data).__name__}")
     data = dict(data)
-    if "schema_version" in data and data["schema_version"] != SCHEMA_VERSION:
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        found = "missing" if version is None else f"unsupported version {version!r}"
         raise InvalidFrameworkEntryError(
-            f"{source}: field 'schema_version': unsupported version {data['schema_version']!r} "
-            f"(this rlcompare reads version {SCHEMA_VERSION})"
+            f"{source}: field 'schema_version': {found} (this rlcompare reads version {SCHEMA_VERSION}; "
+            "see docs/registry.md)"
         )
     file_as_of = data.pop("as_of", default_as_of)
     if isinstance(file_as_of, str):  # JSON and Python callers write dates as ISO strings
@@ -373,10 +449,17 @@ def framework_entry_from_dict(data: Any, source: str, default_as_of: date | None
         fact = data.get(name)
         if isinstance(fact, Mapping) and "as_of" not in fact and file_as_of is not None:
             data[name] = {**fact, "as_of": file_as_of}
+    domain = data.get("domain")
+    missing = ""
+    if domain in REQUIRED_FIELDS:
+        missing = missing_fields_problem(domain, [name for name in REQUIRED_FIELDS[domain] if name not in data])
     try:
         return FrameworkEntry.model_validate(data)
     except ValidationError as exc:
-        raise InvalidFrameworkEntryError(f"{source}: {describe_validation_error(exc)}") from None
+        problems = [missing, *describe_validation_problems(exc)]
+        # The entry's own check repeats the missing fields when nothing else failed: say it once.
+        problems = list(dict.fromkeys(p for p in problems if p))
+        raise InvalidFrameworkEntryError(f"{source}: {join_problems(problems)}") from None
 
 
 def load_framework_file(path: str | Path) -> FrameworkEntry:
@@ -419,32 +502,48 @@ def load_builtin_entries() -> tuple[FrameworkEntry, ...]:
 
 
 def describe_validation_error(exc: ValidationError) -> str:
-    """One line for the first error: the dotted field path, what was expected, what was given."""
-    errors = exc.errors()
-    first = errors[0]
-    loc = [str(part) for part in first["loc"]]
-    field = ".".join(loc)
-    kind = first["type"]
-    if kind == "missing":
-        message = f"field '{field}' is required"
-        if len(loc) == 2 and loc[1] in ("value", "sources", "as_of"):
-            message += " (each fact is a table with value, sources and as_of)"
-    elif kind == "model_type":
-        message = f"field '{field}': expected a table with value, sources and as_of (got {first['input']!r})"
-    elif kind == "extra_forbidden":
-        message = f"field '{field}' is not a known setting"
-        known = list(Fact.model_fields) if len(loc) == 2 else [*FrameworkEntry.model_fields, "as_of"]
-        close = difflib.get_close_matches(loc[-1], known, n=1)
-        if close:
-            message += f"; did you mean '{close[0]}'?"
-    else:
-        text = first["msg"].removeprefix("Value error, ")
-        message = f"{text}" if not field else f"field '{field}': {text}"
-        if "input" in first and kind not in ("value_error",) and not isinstance(first["input"], dict):
-            message += f" (got {first['input']!r})"
-    if len(errors) > 1:
-        message += f" (and {len(errors) - 1} more)"
-    return message
+    """One line naming every error: the dotted field path, what was expected, what was given."""
+    return join_problems(describe_validation_problems(exc))
+
+
+def describe_validation_problems(exc: ValidationError) -> list[str]:
+    """One short phrase per error; missing fields are named together in one phrase."""
+    missing: list[str] = []
+    problems: list[str] = []
+    for error in exc.errors():
+        loc = [str(part) for part in error["loc"]]
+        field = ".".join(loc)
+        kind = error["type"]
+        if kind == "missing":
+            missing.append(field)
+        elif kind == "model_type":
+            problems.append(f"field '{field}': expected a table (got {error['input']!r})")
+        elif kind == "extra_forbidden":
+            message = f"field '{field}' is not a known setting"
+            if len(loc) == 1:
+                known = [*FrameworkEntry.model_fields, "as_of"]
+            elif len(loc) == 2:
+                known = list(Fact.model_fields)
+            else:
+                known = list(Evidence.model_fields)
+            close = difflib.get_close_matches(loc[-1], known, n=1)
+            if close:
+                message += f"; did you mean '{close[0]}'?"
+            problems.append(message)
+        else:
+            text = error["msg"].removeprefix("Value error, ")
+            message = text if not field else f"field '{field}': {text}"
+            if "input" in error and kind != "value_error" and not isinstance(error["input"], dict):
+                message += f" (got {error['input']!r})"
+            problems.append(message)
+    if missing:
+        names = ", ".join(f"'{name}'" for name in missing)
+        hint = ""
+        if any(len(name.split(".")) == 2 for name in missing):
+            hint = " (each fact is a table with value, evidence or searched, and as_of)"
+        problems.insert(0, f"field{'s' if len(missing) > 1 else ''} {names} "
+                           f"{'are' if len(missing) > 1 else 'is'} required{hint}")
+    return problems
 
 
 def entries_from_registered(registered: Mapping[str, Any]) -> tuple[dict[str, FrameworkEntry], list[str]]:
@@ -488,8 +587,12 @@ class Condition:
 
 
 def _matches(actual: Any, wanted: Any) -> bool:
+    if actual is None:  # the fact does not apply to the entry's domain and is not stated
+        return False
     if wanted == UNKNOWN:
         return isinstance(actual, str) and actual == UNKNOWN
+    if isinstance(actual, Release):
+        return str(wanted).casefold() in (actual.version.casefold(), actual.date.isoformat())
     if isinstance(actual, (list, tuple)):
         return any(str(item).casefold() == str(wanted).casefold() for item in actual)
     if isinstance(actual, bool) or isinstance(wanted, bool):
@@ -521,6 +624,8 @@ def parse_condition(text: str) -> Condition:
 def _parse_value(key: str, value: str, text: str) -> Any:
     if value.casefold() == UNKNOWN:
         return UNKNOWN
+    if key == "domain":
+        return _parse_choice(key, value, tuple(DOMAINS), text)
     spec = FIELDS.get(key)
     if spec is None:  # id, name
         return value
@@ -535,12 +640,16 @@ def _parse_value(key: str, value: str, text: str) -> Any:
             raise UsageError(f"--where {text!r}: '{key}' takes a year, got {value!r}")
         return int(value)
     if spec.kind in ("choice", "choices"):
-        folded = {choice.casefold(): choice for choice in (*spec.allowed, *spec.extra_values)}
-        if value.casefold() in folded:
-            return folded[value.casefold()]
-        problem = _choice_problem(value, spec.allowed) or ""
-        raise UsageError(f"--where {text!r}: '{key}' value {problem}")
+        return _parse_choice(key, value, (*spec.allowed, *spec.extra_values), text)
     return value
+
+
+def _parse_choice(key: str, value: str, allowed: Sequence[str], text: str) -> str:
+    folded = {choice.casefold(): choice for choice in allowed}
+    if value.casefold() in folded:
+        return folded[value.casefold()]
+    problem = _choice_problem(value, allowed) or ""
+    raise UsageError(f"--where {text!r}: '{key}' value {problem}")
 
 
 def filter_entries(entries: Iterable[FrameworkEntry], conditions: Iterable[str | Condition]) -> list[FrameworkEntry]:
@@ -562,19 +671,22 @@ def feature_matrix(
     """Frameworks x taxonomy as a DataFrame of nullable booleans.
 
     Rows are framework ids; columns are a MultiIndex ``(dimension, value)``, e.g.
-    ``("synchronization", "asynchronous")``. A cell is True when the sources list the value, False
-    when the fact is ``complete`` and does not list it, and <NA> otherwise: an unlisted value of an
-    incomplete list is not evidence of absence. With ``include_features``, the boolean facts
-    (multi-agent, offline RL, evolutionary) follow as ``("features", name)`` columns.
+    ``("synchronization", "asynchronous")``. ``dimensions`` may name any list axis (the survey's
+    taxonomy by default, or LLM axes such as ``weight_sync``). A cell is True when the evidence
+    lists the value, False when the fact is ``complete`` and does not list it, and <NA> otherwise:
+    an unlisted value of an incomplete list is not evidence of absence, and an axis an entry does not
+    state is unknown. With ``include_features``, the boolean facts (multi-agent, offline RL,
+    evolutionary) follow as ``("features", name)`` columns.
     """
     import pandas as pd
 
     entries = list(load_builtin_entries() if entries is None else entries)
     dimensions = list(dimensions)
+    matrix_axes = {name: spec.allowed for name, spec in FIELDS.items() if spec.kind == "choices"}
     for dimension in dimensions:
-        if dimension not in TAXONOMY_FIELDS:
-            raise UnknownNameError("taxonomy dimension", dimension, TAXONOMY_FIELDS)
-    columns = [(dimension, value) for dimension in dimensions for value in TAXONOMY_FIELDS[dimension]]
+        if dimension not in matrix_axes:
+            raise UnknownNameError("taxonomy dimension", dimension, matrix_axes)
+    columns = [(dimension, value) for dimension in dimensions for value in matrix_axes[dimension]]
     if include_features:
         columns += [("features", name) for name in FEATURE_FIELDS]
     rows = []
@@ -582,7 +694,7 @@ def feature_matrix(
         row: list[bool | None] = []
         for dimension, value in columns:
             fact = entry.fact(value if dimension == "features" else dimension)
-            if fact.is_unknown:
+            if fact is None or fact.is_unknown:
                 row.append(None)
             elif dimension == "features":
                 row.append(fact.value)
@@ -597,14 +709,16 @@ def feature_matrix(
 
 
 def registry_frame(entries: Iterable[FrameworkEntry] | None = None) -> pd.DataFrame:
-    """One row per framework, one column per fact value (lists as Python lists); for reports."""
+    """One row per framework, one column per fact value (lists as Python lists, a release as
+    ``{version, date}``, ``None`` where the entry does not state the fact); for reports."""
     import pandas as pd
 
     entries = list(load_builtin_entries() if entries is None else entries)
     records = []
     for entry in entries:
-        record: dict[str, Any] = {"id": entry.id, "name": entry.name}
-        for name, fact in entry.facts().items():
-            record[name] = list(fact.value) if isinstance(fact.value, tuple) else fact.value
+        record: dict[str, Any] = {"id": entry.id, "name": entry.name, "domain": entry.domain}
+        for name in FIELDS:
+            fact = entry.fact(name)
+            record[name] = None if fact is None else fact.json_value()
         records.append(record)
-    return pd.DataFrame.from_records(records, columns=["id", "name", *FIELDS]).set_index("id")
+    return pd.DataFrame.from_records(records, columns=["id", "name", "domain", *FIELDS]).set_index("id")
