@@ -1,7 +1,8 @@
 """The ``frameworks`` and ``show framework`` commands of the ``rlcompare`` command line.
 
-``rlcompare frameworks [--json] [--where KEY=VALUE ...]`` lists and filters the registry;
-``rlcompare show framework ID [--json]`` prints one entry with the sources of every fact.
+``rlcompare frameworks [--json] [--where KEY=VALUE ...]`` lists and filters the registry, one table
+per domain with the axes that domain is compared on; ``rlcompare show framework ID [--json]`` prints
+one entry with the evidence (source and verbatim excerpt) of every fact.
 Neither imports an RL library: the registry is data.
 """
 
@@ -17,8 +18,12 @@ from rlcompare.errors import UnknownNameError
 
 #: The built-in plugin that registers the packaged entries.
 BUILTIN_FRAMEWORKS_PLUGIN = "rlcompare.builtin_frameworks"
-#: Columns of the ``frameworks`` table (the JSON output has every field).
-TABLE_COLUMNS = ("backend", "architecture", "synchronization", "licence", "in_survey")
+#: Columns of the ``frameworks`` tables, per domain (the JSON output has every field).
+TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "control": ("backend", "architecture", "simulation_parallelism", "synchronization", "licence", "surveys"),
+    "llm": ("orchestration", "placement", "rollout_buffer", "weight_sync", "staleness", "partial_rollouts",
+            "training_backend", "inference_backend", "licence", "surveys"),
+}
 
 
 def add_commands(subparsers: Any) -> None:
@@ -28,11 +33,13 @@ def add_commands(subparsers: Any) -> None:
         description="List the framework registry. --where KEY=VALUE keeps entries whose fact matches "
                     "(lists match if they contain VALUE; VALUE may be 'unknown'; A,B means either).",
     )
-    frameworks.add_argument("--json", action="store_true", help="machine-readable output (every field, with sources)")
+    frameworks.add_argument("--json", action="store_true",
+                            help="machine-readable output (every fact, with its evidence)")
     frameworks.add_argument("--where", action="append", default=[], metavar="KEY=VALUE", type=_where_expression,
-                            help="filter, repeatable (ANDed), e.g. --where synchronization=asynchronous")
+                            help="filter, repeatable (ANDed), e.g. --where synchronization=asynchronous, "
+                                 "--where weight_sync=nccl-broadcast, --where survey=hf-2026, --where domain=llm")
 
-    show = subparsers.add_parser("show", help="print one registry entry with its sources")
+    show = subparsers.add_parser("show", help="print one registry entry with the evidence of every fact")
     show.add_argument("kind", choices=("framework",), help="what to show")
     show.add_argument("name", metavar="ID", help="the entry's id (see `rlcompare frameworks`)")
     show.add_argument("--json", action="store_true", help="machine-readable output")
@@ -74,6 +81,8 @@ def _print_json(data: Any) -> None:
 
 
 def _cell(value: Any) -> str:
+    if value is None:
+        return "n/a"
     if isinstance(value, (list, tuple)):
         return ", ".join(value) if value else "-"
     if isinstance(value, bool):
@@ -98,22 +107,31 @@ def cmd_frameworks(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    title = f"frameworks ({len(selected)} of {len(entries)})"
-    if conditions:
-        title += " where " + " and ".join(c.text for c in conditions)
-    table = Table(title=title)
-    for column in ("id", "name", *TABLE_COLUMNS):
-        table.add_column(column)
-    for entry in selected:
-        table.add_row(entry.id, entry.name, *(_cell(entry.value(column)) for column in TABLE_COLUMNS))
-    Console(width=160).print(table)
+    console = Console(width=200)
+    if not selected:
+        title = f"frameworks (0 of {len(entries)})"
+        if conditions:
+            title += " where " + " and ".join(c.text for c in conditions)
+        console.print(title)
+        return 0
+    for domain, columns in TABLE_COLUMNS.items():
+        rows = [entry for entry in selected if entry.domain == domain]
+        if not rows:
+            continue
+        title = f"{domain} frameworks ({len(rows)} of {sum(e.domain == domain for e in entries.values())})"
+        if conditions:
+            title += " where " + " and ".join(c.text for c in conditions)
+        table = Table(title=title)
+        for column in ("id", "name", *columns):
+            table.add_column(column)
+        for entry in rows:
+            table.add_row(entry.id, entry.name, *(_cell(entry.value(column)) for column in columns))
+        console.print(table)
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    """Print one entry: every fact with its value, as-of date, note and sources."""
-    from rlcompare.registry import FIELDS
-
+    """Print one entry: every fact with its value, as-of date, note, and each evidence item."""
     entries, problems = load_registry()
     _warn(problems)
     if args.name not in entries:
@@ -122,17 +140,19 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(entry.to_json_dict())
         return 0
-    print(f"{entry.name} ({entry.id})")
+    print(f"{entry.name} ({entry.id}), domain {entry.domain}: {', '.join(entry.axes)}")
     if entry.notes:
         print(f"  {entry.notes}")
-    for name in FIELDS:
-        fact = entry.fact(name)
+    for name, fact in entry.facts().items():
         flags = ", complete list" if fact.complete else ""
         print(f"\n{name}: {_cell(fact.value)}   [as of {fact.as_of.isoformat()}{flags}]")
         if fact.note:
             print(f"  note: {fact.note}")
-        for source in fact.sources:
-            print(f"  source: {source}")
+        if fact.searched:
+            print(f"  searched: {fact.searched}")
+        for evidence in fact.evidence:
+            print(f"  source: {evidence.describe()}")
+            print(f"    > {evidence.excerpt}")
     return 0
 
 

@@ -1,21 +1,28 @@
-"""The framework registry: schema, packaged data, sources, filtering, CLI and feature matrix."""
+"""The framework registry: schema v2, packaged data and its evidence, filtering, CLI and tables."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tomllib
 from datetime import date
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 
 from rlcompare.errors import UnknownNameError, UsageError
 from rlcompare.plugins import BUILTIN_PLUGINS, build_plugin_manager
 from rlcompare.registry import (
+    COMMON_FIELDS,
+    CONTROL_FIELDS,
     FIELDS,
+    LLM_FIELDS,
+    REQUIRED_FIELDS,
     TAXONOMY_FIELDS,
     FrameworkEntry,
     InvalidFrameworkEntryError,
@@ -27,31 +34,70 @@ from rlcompare.registry import (
     load_framework_file,
     parse_condition,
     registry_frame,
-    source_kind,
 )
+from rlcompare.registry_facts import EVIDENCE_SHAPES, MAX_EXCERPT_CHARS, UNKNOWN, Evidence, Release
+from rlcompare.registry_vocabulary import SURVEYS, WEIGHT_SYNC
 
 ROOT = Path(__file__).resolve().parents[1]
 FRAMEWORKS_DIR = ROOT / "rlcompare" / "frameworks"
 WITH_REGISTRY = (*BUILTIN_PLUGINS, "rlcompare.builtin_frameworks")
+TODAY = date.today()
 
-REQUIRED_IDS = {
+#: The seed survey's libraries and the other classic frameworks the registry started with.
+CONTROL_IDS = {
     "rllib", "stable-baselines3", "tianshou", "rlpyt", "torchrl", "seed-rl", "fiber", "sample-factory", "srl",
     "pearl", "acme", "envpool", "cleanrl", "di-engine", "elegantrl", "malib", "msrl", "dopamine", "parl", "skrl",
+    "pearl-meta",
 }
-#: Named by the project as among the 16 libraries the survey compares.
-SURVEY_IDS = {"rllib", "rlpyt", "torchrl", "seed-rl", "fiber", "sample-factory", "srl", "pearl"}
+#: The 16 libraries of hf-2026's table ("2. Libraries Surveyed").
+HF_2026_IDS = {
+    "areal", "art", "atropos", "miles", "nemo-rl", "oat", "open-instruct", "pipelinerl", "prime-rl", "roll",
+    "skyrl", "slime", "torchforge", "tunix", "verl", "verifiers",
+}
+#: The 10 libraries of anyscale-2025's comparison.
+ANYSCALE_2025_IDS = {"trl", "verl", "openrlhf", "ragen", "areal", "verifiers", "roll", "nemo-rl", "skyrl", "slime"}
+COMPARISON_IDS = HF_2026_IDS | ANYSCALE_2025_IDS
+#: Facts the issue requires, for every comparison library, from a primary source.
+PRIMARY_FACTS = ("licence", "repository", "first_release_year", "orchestration")
+
+REPO_EVIDENCE = {"repo": "example/fw", "commit": "0123456789abcdef0123456789abcdef01234567", "path": "LICENSE",
+                 "excerpt": "MIT License"}
+WEB_EVIDENCE = {"url": "https://example.org/fw", "accessed": date(2026, 11, 30), "excerpt": "Example framework"}
 
 
-def _minimal_entry(**overrides: object) -> dict[str, object]:
-    """A valid entry as a TOML-shaped table: every fact unknown except the repository."""
-    source = ["https://example.org/fw"]
-    data: dict[str, object] = {
-        "schema_version": 1, "id": "examplefw", "name": "Example", "as_of": date(2026, 11, 30),
-        **{name: {"value": "unknown", "sources": source} for name in FIELDS},
+SEARCHED = 'searched = "README and LICENSE at the commit: nothing."'
+
+
+def _unknown(searched: str = "README and LICENSE at the commit: nothing.") -> dict[str, Any]:
+    return {"value": UNKNOWN, "searched": searched}
+
+
+def _minimal_entry(domain: str = "control", **overrides: Any) -> dict[str, Any]:
+    """A valid entry as a TOML-shaped table: every required fact unknown except the repository."""
+    data: dict[str, Any] = {
+        "schema_version": 2, "id": "examplefw", "name": "Example", "domain": domain, "as_of": date(2026, 11, 30),
+        **{name: _unknown() for name in REQUIRED_FIELDS[domain]},
     }
-    data["repository"] = {"value": "https://example.org/fw", "sources": source}
+    data["repository"] = {"value": "https://example.org/fw", "evidence": [WEB_EVIDENCE]}
     data.update(overrides)
     return data
+
+
+def _toml_fact(name: str, fact: dict[str, Any]) -> str:
+    lines = [f"[{name}]"]
+    for key, value in fact.items():
+        if key != "evidence":
+            lines.append(f"{key} = {json.dumps(value)}")
+    for item in fact.get("evidence", []):
+        lines.append(f"[[{name}.evidence]]")
+        lines += [f"{k} = {v.isoformat() if isinstance(v, date) else json.dumps(v)}" for k, v in item.items()]
+    return "\n".join(lines) + "\n"
+
+
+GOOD_TOML = (
+    'schema_version = 2\nid = "examplefw"\nname = "Example"\ndomain = "control"\nas_of = 2026-11-30\n\n'
+    + "\n".join(_toml_fact(name, fact) for name, fact in _minimal_entry().items() if isinstance(fact, dict))
+)
 
 
 def _write_entry(tmp_path: Path, text: str, stem: str = "examplefw") -> Path:
@@ -60,26 +106,29 @@ def _write_entry(tmp_path: Path, text: str, stem: str = "examplefw") -> Path:
     return path
 
 
-GOOD_TOML = """\
-schema_version = 1
-id = "examplefw"
-name = "Example"
-as_of = 2026-11-30
-""" + "".join(
-    f'\n[{name}]\nvalue = "unknown"\nsources = ["https://example.org/fw"]\n' for name in FIELDS if name != "repository"
-) + '\n[repository]\nvalue = "https://example.org/fw"\nsources = ["https://example.org/fw"]\n'
+def _by_id() -> dict[str, FrameworkEntry]:
+    return {entry.id: entry for entry in load_builtin_entries()}
+
+
+def _own_repo(entry: FrameworkEntry) -> str:
+    """``owner/name`` of the entry's repository URL, case-folded."""
+    return urlparse(str(entry.value("repository"))).path.strip("/").removesuffix(".git").casefold()
 
 
 # -- packaged data ---------------------------------------------------------------------------------
 
 
-def test_every_packaged_entry_loads_and_the_required_frameworks_are_there() -> None:
+def test_every_packaged_entry_loads_and_both_comparisons_libraries_are_there() -> None:
     entries = load_builtin_entries()
     ids = [entry.id for entry in entries]
-    assert len(entries) >= 20
+    assert len(entries) >= 40
     assert len(ids) == len(set(ids))
-    assert REQUIRED_IDS <= set(ids)
     assert ids == sorted(ids)
+    assert CONTROL_IDS <= set(ids)
+    assert COMPARISON_IDS <= set(ids), sorted(COMPARISON_IDS - set(ids))
+    by_id = _by_id()
+    assert {framework_id for framework_id in CONTROL_IDS if by_id[framework_id].domain != "control"} == set()
+    assert {framework_id for framework_id in COMPARISON_IDS if by_id[framework_id].domain != "llm"} == set()
 
 
 def test_file_names_match_ids_and_every_file_ships_as_package_data() -> None:
@@ -89,57 +138,85 @@ def test_file_names_match_ids_and_every_file_ships_as_package_data() -> None:
         assert load_framework_file(path).id == path.stem
 
 
-def test_survey_entries_are_marked() -> None:
-    by_id = {entry.id: entry for entry in load_builtin_entries()}
-    for framework_id in SURVEY_IDS:
-        fact = by_id[framework_id].in_survey
-        assert fact.value is True, framework_id
-        assert "doi:10.1145/3703453" in fact.sources
-    for framework_id in set(by_id) - SURVEY_IDS:
-        assert by_id[framework_id].in_survey.value in (False, "unknown"), framework_id
+def _raw_entries() -> list[tuple[str, dict[str, Any]]]:
+    return [(path.name, tomllib.loads(path.read_text(encoding="utf-8"))) for path in sorted(FRAMEWORKS_DIR.glob("*.toml"))]
 
 
-def test_pearl_entry_documents_which_pearl_the_survey_means() -> None:
-    by_id = {entry.id: entry for entry in load_builtin_entries()}
-    assert "arXiv:2201.09568" in by_id["pearl"].in_survey.sources
-    assert "pearl-meta" in by_id["pearl"].notes
-    assert by_id["pearl-meta"].in_survey.value != True  # noqa: E712 - a tri-state, not a truth test
-
-
-def test_every_source_is_a_url_doi_or_arxiv_id_and_every_as_of_date_parses() -> None:
+def test_every_fact_has_well_formed_evidence_or_says_what_was_searched() -> None:
     # Read the raw TOML, independently of the schema, so that this check cannot be bypassed by it.
-    for path in sorted(FRAMEWORKS_DIR.glob("*.toml")):
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-        default_as_of = data.get("as_of")
-        for name in FIELDS:
-            fact = data[name]
-            assert fact["sources"], f"{path.name}: {name} has no source"
-            for source in fact["sources"]:
-                assert source_kind(source) is not None, f"{path.name}: {name}: malformed source {source!r}"
-            as_of = fact.get("as_of", default_as_of)
-            if isinstance(as_of, str):
-                as_of = date.fromisoformat(as_of)
-            assert isinstance(as_of, date), f"{path.name}: {name}: as_of {as_of!r} is not a date"
-            assert date(2024, 1, 1) <= as_of <= date(2026, 12, 31), f"{path.name}: {name}: implausible as_of"
+    shape_keys = {shape: set(keys) for shape, keys in EVIDENCE_SHAPES.items()}
+    for file_name, data in _raw_entries():
+        assert data["schema_version"] == 2, file_name
+        facts = {name: fact for name, fact in data.items() if name in FIELDS}
+        assert set(REQUIRED_FIELDS[data["domain"]]) <= set(facts), file_name
+        for name, fact in facts.items():
+            where = f"{file_name}: {name}"
+            if fact["value"] == UNKNOWN:
+                assert isinstance(fact.get("searched"), str) and fact["searched"].strip(), f"{where}: no 'searched'"
+            elif not (name == "surveys" and fact["value"] == []):
+                assert fact.get("evidence"), f"{where}: no evidence"
+            for item in fact.get("evidence", []):
+                excerpt = item.get("excerpt")
+                assert isinstance(excerpt, str) and excerpt.strip(), f"{where}: empty excerpt"
+                assert len(excerpt) <= MAX_EXCERPT_CHARS, f"{where}: excerpt of {len(excerpt)} characters"
+                keys = set(item) - {"excerpt"}
+                shapes = [shape for shape, allowed in shape_keys.items() if keys & allowed]
+                assert len(shapes) == 1 and keys <= shape_keys[shapes[0]], f"{where}: evidence keys {sorted(keys)}"
+                if shapes[0] == "repository":
+                    assert keys == {"repo", "commit", "path"}, where
+                    assert re.fullmatch(r"[0-9a-f]{40}", item["commit"]), f"{where}: commit {item['commit']!r}"
+                    assert re.fullmatch(r"[\w.-]+/[\w.-]+", item["repo"]), f"{where}: repo {item['repo']!r}"
+                elif shapes[0] == "web":
+                    assert keys == {"url", "accessed"}, where
+                    assert urlparse(item["url"]).scheme in ("http", "https"), where
+                else:
+                    assert "locator" in keys and len(keys & {"doi", "arxiv"}) == 1, where
 
 
-@pytest.mark.parametrize(("text", "kind"), [
-    ("https://github.com/ray-project/ray", "url"),
-    ("http://example.org/x?y=1", "url"),
-    ("doi:10.1145/3703453", "doi"),
-    ("arXiv:2411.05614", "arxiv"),
-    ("arXiv:1909.01500v2", "arxiv"),
-    ("arXiv:cs/0112017", "arxiv"),
-    ("github.com/ray-project/ray", None),
-    ("ftp://example.org/x", None),
-    ("https://localhost/x", None),
-    ("https://exa mple.org", None),
-    ("10.1145/3703453", None),
-    ("arXiv:241105614", None),
-    ("the README", None),
-])
-def test_source_kinds(text: str, kind: str | None) -> None:
-    assert source_kind(text) == kind
+def test_no_date_lies_in_the_future_and_as_of_dates_are_recent() -> None:
+    for file_name, data in _raw_entries():
+        assert isinstance(data["as_of"], date) and date(2024, 1, 1) <= data["as_of"] <= TODAY, file_name
+        for name, fact in ((n, f) for n, f in data.items() if n in FIELDS):
+            as_of = fact.get("as_of", data["as_of"])
+            assert isinstance(as_of, date) and date(2024, 1, 1) <= as_of <= TODAY, f"{file_name}: {name}"
+            for item in fact.get("evidence", []):
+                if "accessed" in item:
+                    assert isinstance(item["accessed"], date) and item["accessed"] <= TODAY, f"{file_name}: {name}"
+        release = data["latest_release"]["value"]
+        if isinstance(release, dict):
+            assert isinstance(release["date"], date) and release["date"] <= TODAY, file_name
+        year = data["first_release_year"]["value"]
+        if isinstance(year, int):
+            assert 1990 <= year <= TODAY.year, file_name
+
+
+def test_comparisons_libraries_list_their_surveys_with_an_excerpt_from_them() -> None:
+    entries = load_builtin_entries()
+    hf = {entry.id for entry in filter_entries(entries, ["survey=hf-2026"])}
+    anyscale = {entry.id for entry in filter_entries(entries, ["survey=anyscale-2025"])}
+    assert HF_2026_IDS <= hf
+    assert ANYSCALE_2025_IDS <= anyscale
+    by_id = _by_id()
+    for survey_id, ids in (("hf-2026", hf), ("anyscale-2025", anyscale)):
+        survey = SURVEYS[survey_id]
+        for framework_id in ids:
+            items = by_id[framework_id].surveys.evidence
+            assert any(
+                (item.repo, item.path) in survey.files or str(item.url).startswith(survey.urls) for item in items
+            ), f"{framework_id}: no excerpt read from {survey_id}"
+
+
+def test_comparisons_libraries_have_primary_sources_for_licence_repository_release_year_and_orchestration() -> None:
+    by_id = _by_id()
+    for framework_id in sorted(COMPARISON_IDS):
+        entry = by_id[framework_id]
+        own = _own_repo(entry)
+        for name in PRIMARY_FACTS:
+            fact = entry.fact(name)
+            assert fact is not None and not fact.is_unknown, f"{framework_id}: {name} is not known"
+            primary = [item for item in fact.evidence
+                       if item.kind == "paper" or (item.kind == "repository" and str(item.repo).casefold() == own)]
+            assert primary, f"{framework_id}: {name} has no evidence from its repository ({own}) or paper"
 
 
 def test_algorithm_names_are_canonical_and_sb3_covers_the_workload_algorithms() -> None:
@@ -148,8 +225,30 @@ def test_algorithm_names_are_canonical_and_sb3_covers_the_workload_algorithms() 
     for entry in load_builtin_entries():
         if not entry.algorithms.is_unknown:
             assert all(name == name.upper() for name in entry.algorithms.value), entry.id
-    sb3 = {entry.id: entry for entry in load_builtin_entries()}["stable-baselines3"]
+    sb3 = _by_id()["stable-baselines3"]
     assert set(ALGORITHMS) <= set(sb3.algorithms.value)
+
+
+def test_corrections_of_the_re_verification_hold() -> None:
+    by_id = _by_id()
+    assert not {"A3C", "COMA"} & set(by_id["torchrl"].algorithms.value)
+    assert "CROSSQ" not in by_id["skrl"].algorithms.value
+    assert not {"dm_env", "isaacgym", "brax"} & set(by_id["skrl"].env_apis.value)
+    assert all(item.repo == "alex-petrenko/sample-factory" for item in by_id["sample-factory"].backend.evidence)
+    assert [item.path for item in by_id["cleanrl"].offline_rl.evidence] == ["docs/index.md"]
+    assert by_id["stable-baselines3"].first_release_year.value == 2020
+    assert by_id["torchrl"].first_release_year.value == 2022
+    assert by_id["skrl"].first_release_year.value == 2022
+
+
+def test_latest_release_is_read_the_way_the_development_criteria_read_it() -> None:
+    from criteria.development import registry_value
+
+    sb3 = _by_id()["stable-baselines3"]
+    value, reason = registry_value(sb3, ("latest_release",))
+    assert reason is None and isinstance(value, Release)
+    assert isinstance(sb3.latest_release.value.date, date)
+    assert value.date <= TODAY and value.version
 
 
 def test_every_adapters_framework_is_in_the_registry() -> None:
@@ -166,9 +265,11 @@ def test_every_adapters_framework_is_in_the_registry() -> None:
 
 def test_a_valid_entry_from_a_file(tmp_path: Path) -> None:
     entry = load_framework_file(_write_entry(tmp_path, GOOD_TOML))
-    assert entry.id == "examplefw"
-    assert entry.licence.is_unknown
+    assert entry.id == "examplefw" and entry.domain == "control"
+    assert entry.licence.is_unknown and entry.licence.searched
     assert entry.repository.as_of == date(2026, 11, 30)  # inherited from the file-level as_of
+    assert entry.weight_sync is None and entry.value("weight_sync") is None  # another domain's axis
+    assert entry.repository.sources == ("https://example.org/fw",)
 
 
 @pytest.mark.parametrize(("change", "field", "expected"), [
@@ -176,15 +277,29 @@ def test_a_valid_entry_from_a_file(tmp_path: Path) -> None:
     ('[multi_agent]\nvalue = "unknown"', '[multi_agent]\nvalue = "yes"', "expected true, false or 'unknown'"),
     ('[first_release_year]\nvalue = "unknown"', "[first_release_year]\nvalue = 19", "expected a year"),
     ('[algorithms]\nvalue = "unknown"', '[algorithms]\nvalue = ["ppo"]', "does not match"),
-    ('[algorithms]\nvalue = "unknown"', '[algorithms]\nvalue = ["PPO", "PPO"]', "listed twice"),
     ('[licence]\nvalue = "unknown"', '[licence]\nvalue = "MIT licence, roughly"', "SPDX"),
-    ('[docs]\nvalue = "unknown"\nsources = ["https://example.org/fw"]',
-     '[docs]\nvalue = "unknown"\nsources = ["see the README"]', "is not a URL"),
-    ('[docs]\nvalue = "unknown"\nsources = ["https://example.org/fw"]', "[docs]\nvalue = \"unknown\"\nsources = []",
-     "at least 1 item"),
+    ('[ci]\nvalue = "unknown"\nsearched', '[ci]\nvalue = true\nsearched', "needs at least one item with an excerpt"),
+    (f'[ci]\nvalue = "unknown"\n{SEARCHED}', '[ci]\nvalue = "unknown"',
+     "'ci.searched' is required"),
     ('[ci]\nvalue = "unknown"', '[ci]\nvalue = "unknown"\nas_of = "last week"', "valid date"),
-    ('[ci]\nvalue = "unknown"', '[ci]\nvalue = true\ncomplete = true', "list values only"),
-    ('[ci]\nvalue = "unknown"', '[ci]\nvalue = true\nsource = ["https://example.org"]', "did you mean 'sources'"),
+    ('[ci]\nvalue = "unknown"', '[ci]\nvalue = "unknown"\nas_of = 2999-01-01', "in the future"),
+    ('[ci]\nvalue = "unknown"', '[ci]\nvalue = "unknown"\nevidences = []', "did you mean 'evidence'"),
+    ('[[repository.evidence]]\nurl', '[[repository.evidence]]\nrepo = "a/b"\nurl', "exactly one of"),
+    ('[[repository.evidence]]\nurl = "https://example.org/fw"\naccessed = 2026-11-30',
+     '[[repository.evidence]]\nrepo = "example/fw"\ncommit = "abc123"\npath = "README.md"', "40 lower-case hex"),
+    ('[[repository.evidence]]\nurl = "https://example.org/fw"\naccessed = 2026-11-30',
+     '[[repository.evidence]]\nrepo = "example/fw"\npath = "README.md"', "needs 'commit'"),
+    ('[[repository.evidence]]\nurl = "https://example.org/fw"\naccessed = 2026-11-30',
+     '[[repository.evidence]]\narxiv = "2411.05614"', "needs 'locator'"),
+    ('[[repository.evidence]]\nurl = "https://example.org/fw"\naccessed = 2026-11-30',
+     '[[repository.evidence]]\ndoi = "doi:10.1145/3703453"\nlocator = "Table 3"', "is not a DOI"),
+    ('excerpt = "Example framework"', 'excerpt = "  "', "non-empty verbatim excerpt"),
+    ('excerpt = "Example framework"', f'excerpt = "{"x" * (MAX_EXCERPT_CHARS + 1)}"', "quote at most 300"),
+    ('[latest_release]\nvalue = "unknown"', '[latest_release]\nvalue = { version = "1.0" }', "field 'latest_release.value'"),
+    (f'[surveys]\nvalue = "unknown"\n{SEARCHED}', '[surveys]\nvalue = ["hf-2026"]\n[[surveys.evidence]]\n'
+     'url = "https://example.org/x"\naccessed = 2026-11-30\nexcerpt = "Example"', "no excerpt from hf-2026"),
+    ('[surveys]\nvalue = "unknown"', '[surveys]\nvalue = ["hf-2025"]', "did you mean 'hf-2026'"),
+    ('[surveys]\nvalue = "unknown"', "[surveys]\nvalue = []", "an empty survey list needs a note"),
 ])
 def test_a_malformed_entry_is_rejected_naming_its_file_and_field(
     tmp_path: Path, change: str, field: str, expected: str
@@ -195,29 +310,58 @@ def test_a_malformed_entry_is_rejected_naming_its_file_and_field(
         load_framework_file(path)
     message = str(caught.value)
     assert message.startswith(f"{path}: ")
-    assert f"'{field.splitlines()[0].strip('[]')}" in message
     assert expected in message
     assert "\n" not in message
 
 
+def test_every_missing_required_field_is_named_in_one_line(tmp_path: Path) -> None:
+    kept = {"repository"}
+    text = GOOD_TOML.split("\n[")[0] + "\n" + _toml_fact("repository", _minimal_entry()["repository"])
+    with pytest.raises(InvalidFrameworkEntryError) as caught:
+        load_framework_file(_write_entry(tmp_path, text))
+    message = str(caught.value)
+    missing = [name for name in REQUIRED_FIELDS["control"] if name not in kept]
+    assert f"{len(missing)} required fields missing for a control entry" in message
+    assert all(f"'{name}'" in message for name in missing)
+    assert "\n" not in message
+
+
+def test_the_domain_decides_which_axes_are_required() -> None:
+    assert set(REQUIRED_FIELDS["control"]) == {*COMMON_FIELDS, *CONTROL_FIELDS}
+    assert set(REQUIRED_FIELDS["llm"]) == {*COMMON_FIELDS, *LLM_FIELDS}
+    llm = framework_entry_from_dict(_minimal_entry("llm"), "inline")
+    assert llm.architecture is None and llm.weight_sync.is_unknown
+    assert llm.axes[:2] == ("orchestration", "placement")
+    without = {key: value for key, value in _minimal_entry("llm").items() if key not in ("weight_sync", "placement")}
+    with pytest.raises(InvalidFrameworkEntryError, match="2 required fields missing for a llm entry: 'weight_sync', "
+                                                         "'placement'"):
+        framework_entry_from_dict(without, "inline")
+    # an llm entry may state control axes too, validated by the same vocabulary
+    both = _minimal_entry("llm", architecture={"value": ["centralised"], "evidence": [WEB_EVIDENCE]})
+    with pytest.raises(InvalidFrameworkEntryError, match="did you mean 'centralized'"):
+        framework_entry_from_dict(both, "inline")
+
+
 @pytest.mark.parametrize(("data", "expected"), [
-    (_minimal_entry(repository={"value": "unknown", "sources": ["https://example.org"]}),
-     "field 'repository.value': must be known"),
-    (_minimal_entry(licence="MIT"), "field 'licence': expected a table with value, sources and as_of"),
-    ({k: v for k, v in _minimal_entry().items() if k != "tests"}, "field 'tests' is required"),
-    (_minimal_entry(licence={"value": "MIT"}), "field 'licence.sources' is required"),
-    (_minimal_entry(backends={"value": ["jax"], "sources": ["https://example.org"]}),
+    (_minimal_entry(repository=_unknown()), "field 'repository.value': must be known"),
+    (_minimal_entry(licence="MIT"), "field 'licence': expected a table"),
+    (_minimal_entry(licence={"value": "MIT"}), "field 'licence.evidence' needs at least one item"),
+    (_minimal_entry(backends={"value": ["jax"], "evidence": [WEB_EVIDENCE]}),
      "field 'backends' is not a known setting; did you mean 'backend'?"),
-    (_minimal_entry(schema_version=2), "field 'schema_version': unsupported version 2"),
+    (_minimal_entry(schema_version=1), "field 'schema_version': unsupported version 1"),
     (_minimal_entry(id="Example FW"), "field 'id'"),
-    (_minimal_entry(architecture={"value": ["centralised"], "sources": ["https://example.org"]}),
-     "did you mean 'centralized'?"),
+    ({**_minimal_entry(), "domain": "robotics"}, "field 'domain'"),
+    (_minimal_entry("llm", weight_sync={"value": ["nccl"], "evidence": [WEB_EVIDENCE]}),
+     "did you mean 'nccl-broadcast'?"),
+    (_minimal_entry(licence={"value": "MIT", "evidence": [{**REPO_EVIDENCE, "url": "https://example.org"}]}),
+     "field 'licence.evidence.0': an evidence item is exactly one of"),
 ])
-def test_schema_errors_are_one_line_and_name_the_field(data: dict[str, object], expected: str) -> None:
+def test_schema_errors_are_one_line_and_name_the_field(data: dict[str, Any], expected: str) -> None:
     with pytest.raises(InvalidFrameworkEntryError) as caught:
         framework_entry_from_dict(data, "somewhere.toml")
     assert str(caught.value).startswith("somewhere.toml: ")
     assert expected in str(caught.value)
+    assert "\n" not in str(caught.value)
 
 
 def test_file_name_must_match_the_id(tmp_path: Path) -> None:
@@ -235,16 +379,30 @@ def test_invalid_toml_and_missing_file_are_reported(tmp_path: Path) -> None:
 
 def test_unknown_is_a_value_and_complete_lists_are_explicit() -> None:
     entry = framework_entry_from_dict(_minimal_entry(
-        backend={"value": ["jax"], "sources": ["arXiv:2411.05614"], "complete": True},
-        synchronization={"value": [], "sources": ["doi:10.1145/3703453"]},
+        backend={"value": ["jax"], "evidence": [REPO_EVIDENCE], "complete": True},
+        synchronization={"value": [], "evidence": [WEB_EVIDENCE], "complete": True},
+        surveys={"value": [], "complete": True, "note": "In none of the comparisons' tables."},
+        latest_release={"value": {"version": "1.2.0", "date": "2025-07-25"}, "evidence": [WEB_EVIDENCE]},
     ), "inline")
     assert entry.backend.complete and entry.backend.value == ("jax",)
     assert entry.synchronization.value == ()
+    assert entry.surveys.value == () and entry.surveys.evidence == ()
     assert entry.multi_agent.is_unknown
     assert str(entry.backend) == "jax"
+    assert entry.latest_release.value == Release(version="1.2.0", date=date(2025, 7, 25))
+    assert entry.to_json_dict()["latest_release"] == {"version": "1.2.0", "date": "2025-07-25"}
     with pytest.raises(InvalidFrameworkEntryError, match="known lists only"):
-        framework_entry_from_dict(_minimal_entry(
-            backend={"value": "unknown", "sources": ["arXiv:2411.05614"], "complete": True}), "inline")
+        framework_entry_from_dict(_minimal_entry(backend={**_unknown(), "complete": True}), "inline")
+
+
+@pytest.mark.parametrize(("item", "source"), [
+    (REPO_EVIDENCE, "https://github.com/example/fw/blob/0123456789abcdef0123456789abcdef01234567/LICENSE"),
+    (WEB_EVIDENCE, "https://example.org/fw"),
+    ({"arxiv": "2411.05614", "locator": "Table 3", "excerpt": "x"}, "arXiv:2411.05614, Table 3"),
+    ({"doi": "10.1145/3703453", "locator": "Section 4", "excerpt": "x"}, "doi:10.1145/3703453, Section 4"),
+])
+def test_evidence_names_its_source_as_one_citable_string(item: dict[str, Any], source: str) -> None:
+    assert Evidence.model_validate(item).source == source
 
 
 # -- plugins ---------------------------------------------------------------------------------------
@@ -287,18 +445,35 @@ def test_where_filters_lists_booleans_and_unknowns() -> None:
     assert asynchronous_pytorch
     for entry in asynchronous_pytorch:
         assert "asynchronous" in entry.synchronization.value and "pytorch" in entry.backend.value
-    assert {e.id for e in filter_entries(entries, ["in_survey=true"])} == SURVEY_IDS
     assert {e.id for e in filter_entries(entries, ["id=rllib,seed-rl"])} == {"rllib", "seed-rl"}
     assert {e.id for e in filter_entries(entries, ["backend=JAX"])} >= {"acme", "dopamine"}
-    assert "pearl" in {e.id for e in filter_entries(entries, ["licence=unknown"])}
+    assert "skrl" in {e.id for e in filter_entries(entries, ["institution=unknown"])}
     assert {e.id for e in filter_entries(entries, ["license=MIT"])} >= {"stable-baselines3", "tianshou"}
+    assert {e.id for e in filter_entries(entries, ["multi_agent=true"])} >= {"rllib", "tianshou", "skrl"}
     assert filter_entries(entries, ["algorithms=ppo"])
+    assert {e.id for e in filter_entries(entries, ["latest_release=2.9.2"])} == {"stable-baselines3"}
+
+
+def test_where_filters_on_the_llm_axes_and_surveys() -> None:
+    entries = load_builtin_entries()
+    llm = {e.id for e in filter_entries(entries, ["domain=llm"])}
+    assert COMPARISON_IDS <= llm and not CONTROL_IDS & llm
+    nccl = filter_entries(entries, ["weight_sync=nccl-broadcast"])
+    assert {e.id for e in nccl} >= {"pipelinerl", "skyrl", "slime", "verl"}
+    assert all("nccl-broadcast" in e.weight_sync.value for e in nccl)
+    assert not CONTROL_IDS & {e.id for e in nccl}  # an axis an entry does not state matches nothing
+    ray_disaggregated = filter_entries(entries, ["orchestration=ray", "placement=disaggregated"])
+    assert ray_disaggregated and all(e.domain == "llm" for e in ray_disaggregated)
+    assert filter_entries(entries, ["survey=hf-2026"]) == filter_entries(entries, ["surveys=hf-2026"])
 
 
 @pytest.mark.parametrize(("text", "error", "expected"), [
     ("synchronisation=asynchronous", UnknownNameError, "unknown --where key 'synchronisation'; did you mean "
                                                        "'synchronization'?"),
     ("synchronization=async", UsageError, "did you mean 'asynchronous'?"),
+    ("weight_sync=nccl", UsageError, "did you mean 'nccl-broadcast'?"),
+    ("survey=hf2026", UsageError, "did you mean 'hf-2026'?"),
+    ("domain=lm", UsageError, "did you mean 'llm'?"),
     ("multi_agent=maybe", UsageError, "takes true, false or unknown"),
     ("first_release_year=recent", UsageError, "takes a year"),
     ("backend", UsageError, "expected KEY=VALUE"),
@@ -309,6 +484,12 @@ def test_bad_where_expressions_are_one_line_usage_errors(text: str, error: type[
         parse_condition(text)
     assert expected in str(caught.value)
     assert getattr(caught.value, "exit_status", None) == 2
+
+
+def test_the_vocabulary_has_the_values_the_comparisons_use() -> None:
+    assert "nccl-broadcast" in WEIGHT_SYNC
+    assert FIELDS["placement"].allowed == ("colocated", "disaggregated")
+    assert set(SURVEYS) == {"liu-2024", "hf-2026", "anyscale-2025"}
 
 
 # -- command line ----------------------------------------------------------------------------------
@@ -330,35 +511,49 @@ def _run(cli: argparse.ArgumentParser, argv: list[str]) -> int:
     return COMMANDS[args.command](args)
 
 
-def test_frameworks_json_lists_every_entry_with_sources_for_each_taxonomy_field(
+def test_frameworks_json_carries_every_fact_with_its_evidence(
     cli: argparse.ArgumentParser, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert _run(cli, ["frameworks", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert isinstance(data, list) and len(data) >= 20
+    assert isinstance(data, list) and len(data) >= 40
     for item in data:
-        assert item["id"] and item["sources"]
-        for name in (*TAXONOMY_FIELDS, *FIELDS):
-            assert item["sources"][name], f"{item['id']}: no sources for {name}"
+        assert item["schema_version"] == 2 and item["domain"] in ("control", "llm")
+        for name in REQUIRED_FIELDS[item["domain"]]:
+            assert name in item, f"{item['id']}: no {name}"
             date.fromisoformat(item["as_of"][name])
+            if item[name] == UNKNOWN:
+                assert item["searched"][name], f"{item['id']}: {name}"
+            elif item[name] != []:
+                assert item["evidence"][name] and item["sources"][name], f"{item['id']}: {name}"
+                assert all(e["excerpt"] and e["source"] for e in item["evidence"][name])
 
 
 def test_frameworks_where_filters_the_json(cli: argparse.ArgumentParser, capsys: pytest.CaptureFixture[str]) -> None:
-    assert _run(cli, ["frameworks", "--json", "--where", "synchronization=asynchronous",
-                      "--where", "backend=pytorch"]) == 0
+    assert _run(cli, ["frameworks", "--json", "--where", "weight_sync=nccl-broadcast",
+                      "--where", "survey=hf-2026"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data and all("asynchronous" in d["synchronization"] and "pytorch" in d["backend"] for d in data)
+    assert data and all("nccl-broadcast" in d["weight_sync"] and "hf-2026" in d["surveys"] for d in data)
 
 
-def test_frameworks_table_and_show(cli: argparse.ArgumentParser, capsys: pytest.CaptureFixture[str]) -> None:
-    assert _run(cli, ["frameworks", "--where", "in_survey=true"]) == 0
-    table = capsys.readouterr().out
-    assert "seed-rl" in table and "stable-baselines3" not in table
-    assert _run(cli, ["show", "framework", "seed-rl"]) == 0
+def test_frameworks_tables_show_each_domains_axes(cli: argparse.ArgumentParser, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(cli, ["frameworks"]) == 0
+    tables = capsys.readouterr().out
+    assert "control frameworks" in tables and "llm frameworks" in tables
+    assert "architecture" in tables and "weight_sync" in tables
+    assert _run(cli, ["frameworks", "--where", "domain=control"]) == 0
+    control = capsys.readouterr().out
+    assert "seed-rl" in control and "weight_sync" not in control and "verl" not in control
+
+
+def test_show_prints_each_fact_with_its_evidence(cli: argparse.ArgumentParser, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(cli, ["show", "framework", "stable-baselines3"]) == 0
     shown = capsys.readouterr().out
-    assert "SEED RL (seed-rl)" in shown
-    assert "source: arXiv:1910.06591" in shown
-    assert "as of 2026-11-30" in shown
+    assert "Stable-Baselines3 (stable-baselines3), domain control" in shown
+    assert "source: https://github.com/DLR-RM/stable-baselines3/blob/" in shown
+    assert "> The MIT License" in shown
+    assert "source: https://pypi.org/pypi/stable-baselines3/json (accessed 2026-12-01)" in shown
+    assert "surveys: unknown" in shown and "searched: " in shown
     assert _run(cli, ["show", "framework", "rllib", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["id"] == "rllib"
 
@@ -400,15 +595,15 @@ def test_feature_matrix_is_a_nullable_boolean_table() -> None:
     assert list(matrix.index) == [entry.id for entry in load_builtin_entries()]
     assert set(matrix.columns.get_level_values("dimension")) == {*TAXONOMY_FIELDS, "features"}
     assert all(str(dtype) == "boolean" for dtype in matrix.dtypes)
-    assert bool(matrix.loc["seed-rl", ("synchronization", "asynchronous")]) is True
+    assert bool(matrix.loc["sample-factory", ("synchronization", "asynchronous")]) is True
     # A complete list makes absence a fact; an incomplete one leaves it unknown (<NA>).
     assert bool(matrix.loc["stable-baselines3", ("architecture", "centralized")]) is False
-    assert matrix.loc["acme", ("architecture", "gossip")] is matrix.loc["acme", ("architecture", "gossip")]
-    assert str(matrix.loc["acme", ("architecture", "gossip")]) == "<NA>"
-    assert str(matrix.loc["pearl", ("synchronization", "synchronous")]) == "<NA>"
-    assert bool(matrix.loc["pearl", ("features", "evolutionary")]) is True
-    only_sync = feature_matrix(dimensions=["synchronization"], include_features=False)
-    assert set(only_sync.columns.get_level_values("dimension")) == {"synchronization"}
+    assert str(matrix.loc["tianshou", ("simulation_parallelism", "gpu-batch")]) == "<NA>"
+    assert str(matrix.loc["verl", ("architecture", "centralized")]) == "<NA>"  # not a control entry
+    assert bool(matrix.loc["skrl", ("features", "evolutionary")]) is True
+    llm = feature_matrix(dimensions=["weight_sync", "placement"], include_features=False)
+    assert bool(llm.loc["verl", ("weight_sync", "nccl-broadcast")]) is True
+    assert str(llm.loc["rllib", ("placement", "colocated")]) == "<NA>"
     with pytest.raises(UnknownNameError):
         feature_matrix(dimensions=["synchronisation"])
 
@@ -416,8 +611,11 @@ def test_feature_matrix_is_a_nullable_boolean_table() -> None:
 def test_registry_frame_has_one_row_per_framework() -> None:
     frame = registry_frame()
     assert len(frame) == len(load_builtin_entries())
-    assert frame.loc["seed-rl", "licence"] == "Apache-2.0"
+    assert frame.loc["stable-baselines3", "licence"] == "MIT"
     assert frame.loc["rllib", "first_release_year"] == 2017
+    assert frame.loc["stable-baselines3", "latest_release"]["version"] == "2.9.2"
+    assert frame.loc["stable-baselines3", "weight_sync"] is None
+    assert set(frame["domain"]) == {"control", "llm"}
 
 
 def test_a_broken_packaged_file_is_reported_after_the_valid_ones_register(
