@@ -20,6 +20,7 @@ from rlcompare.adapter import Adapter, Capabilities, Fidelity, FidelityEntry, Tr
 from rlcompare.errors import IncompatibleError
 from rlcompare.fidelity import Setting, entry, map_settings, only_if
 from rlcompare.hookspecs import hookimpl
+from rlcompare.validity import BudgetTolerance
 from rlcompare.workload import Workload
 
 if TYPE_CHECKING:
@@ -197,6 +198,17 @@ class RLlibAdapter(Adapter):
 
     def fidelity(self, workload: Workload) -> list[FidelityEntry]:
         return self.native_config(workload)[1]
+
+    def budget_tolerance(self, workload: Workload) -> BudgetTolerance:
+        """One ``train()`` call samples at least ``min_sample_timesteps_per_iteration`` env steps in
+        whole fragments of every env, and the budget is checked between calls: the run may end up to
+        one such iteration past it (twice with asynchronous sampling)."""
+        default = BudgetTolerance.for_workload(workload)
+        iteration = min(ITERATION_ENV_STEPS, workload.evaluation.interval_steps) + workload.rollout_env_steps
+        if workload.parallelism.mode == "async":
+            iteration *= 2
+        steps = max(default.overshoot_steps, iteration)
+        return BudgetTolerance("rollout", steps, steps)
 
     def build_config(self, workload: Workload, seed: int, env: str) -> Any:
         """The RLlib AlgorithmConfig for ``workload`` (imports RLlib)."""

@@ -11,6 +11,7 @@ makes the cell missing with the reason, never zero.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import importlib.metadata
 import inspect
 import json
@@ -29,6 +30,9 @@ UNKNOWN = "unknown"
 IMPORT_REPEATS = 3
 SUBPROCESS_TIMEOUT_SECONDS = 600
 
+#: Part of every cache key: a measurement holds for one distribution version under one Python.
+_PYTHON = f"py{sys.version_info.major}.{sys.version_info.minor}"
+
 Row = tuple[str, str, int, float]
 Missing = tuple[str, str, str]
 
@@ -44,18 +48,46 @@ def _adapter_class(data: ScoringData, adapter_id: str) -> tuple[Any, str | None]
 
 
 def _framework_distribution(data: ScoringData, adapter_id: str) -> tuple[str | None, str | None, str | None]:
-    """(distribution, installed version, reason when unavailable) of the adapter's framework."""
+    """(distribution, installed version, reason when unavailable) of the adapter's framework: the
+    distribution that provides the adapter's ``import_name`` (the framework's own package), else the
+    first of its declared ``distributions``."""
     adapter, reason = _adapter_class(data, adapter_id)
     if adapter is None:
         return None, None, reason
-    distributions = tuple(getattr(adapter, "distributions", ()) or ())
-    if not distributions:
-        return None, None, f"adapter {adapter_id!r} declares no distributions"
-    name = distributions[0]
+    declared = tuple(getattr(adapter, "distributions", ()) or ())
+    name = _providing_distribution(getattr(adapter, "import_name", None), declared)
+    if name is None:
+        if not declared:
+            return None, None, f"adapter {adapter_id!r} declares no import name and no distributions"
+        name = declared[0]
     try:
         return name, importlib.metadata.version(name), None
     except importlib.metadata.PackageNotFoundError:
         return name, None, f"distribution {name!r} is not installed"
+
+
+@functools.cache
+def _providing_distribution(import_name: str | None, candidates: tuple[str, ...]) -> str | None:
+    """Which of the adapter's declared distributions provides the top-level module of
+    ``import_name`` (its ``top_level.txt``, else its file list), so a framework's licence and
+    version are its own even when another distribution is listed first."""
+    if not import_name:
+        return None
+    top = import_name.split(".")[0]
+    for name in candidates:
+        try:
+            distribution = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        top_level = distribution.read_text("top_level.txt")
+        if top_level is not None:
+            if top in top_level.split():
+                return name
+            continue
+        for path in distribution.files or ():
+            if path.parts and path.parts[0] in (top, f"{top}.py") and len(path.parts) <= 2:
+                return name
+    return None
 
 
 def _registry_entry(data: ScoringData, adapter_id: str) -> tuple[Any, str | None]:
@@ -72,17 +104,21 @@ def _registry_entry(data: ScoringData, adapter_id: str) -> tuple[Any, str | None
 
 
 def registry_value(entry: Any, names: Sequence[str]) -> tuple[Any, str | None]:
-    """(value, None) for the first of ``names`` the entry sets, else (None, why). Registry facts
-    carry their value with their sources (``fact.value``); a fact recorded as "unknown" is missing.
-    Entries are read with getattr, so older or newer registry models still work."""
+    """(value, None) for the first of ``names`` the entry records, else (None, why). Registry facts
+    carry their value with their evidence (``fact.value``); a fact recorded as "unknown" is missing.
+    ``false`` and an empty list are values (known absence), not missing ones."""
     for name in names:
         raw = entry.get(name) if isinstance(entry, dict) else getattr(entry, name, None)
         value = getattr(raw, "value", raw)
         if isinstance(value, str) and value == UNKNOWN:
             return None, f"the registry records {name} as unknown"
-        if value is not None and value not in ("", (), [], {}):
+        if value is not None and value != "":
             return value, None
     return None, f"the registry entry has no {names[0]}"
+
+
+def _fact(entry: Any, name: str) -> Any:
+    return entry.get(name) if isinstance(entry, dict) else getattr(entry, name, None)
 
 
 def _per_adapter(
@@ -206,7 +242,7 @@ def _footprint(data: ScoringData, adapter_id: str) -> tuple[dict[str, Any] | Non
         return None, reason
     adapter, _ = _adapter_class(data, adapter_id)
     requirements = tuple(getattr(adapter, "install_requires", ()) or ()) or tuple(adapter.distributions)
-    key = f"install|{'+'.join(sorted(requirements))}|{version}"
+    key = f"install|{'+'.join(sorted(requirements))}|{version}|{_PYTHON}"
     return data.cache.get_or_compute(key, lambda: install_closure(*requirements)), None
 
 
@@ -260,7 +296,7 @@ def cold_import(data: ScoringData, adapter_id: str) -> tuple[list[float] | None,
     name, version, dist_reason = _framework_distribution(data, adapter_id)
     if module is None or dist_reason is not None:
         return None, reason or dist_reason
-    key = f"import|{module}|{_canonical(name)}|{version}|{sys.executable}"
+    key = f"import|{module}|{_canonical(name)}|{version}|{_PYTHON}|{sys.executable}"
     result = data.cache.get_or_compute(key, lambda: time_cold_import(module))
     return (None, result["error"]) if "error" in result else (result["seconds"], None)
 
@@ -355,7 +391,8 @@ def _api_counts(data: ScoringData, adapter_id: str) -> tuple[dict[str, Any] | No
     name, version, dist_reason = _framework_distribution(data, adapter_id)
     if module is None or dist_reason is not None:
         return None, reason or dist_reason
-    result = data.cache.get_or_compute(f"api|{module}|{_canonical(name)}|{version}", lambda: introspect_api(module))
+    result = data.cache.get_or_compute(f"api|{module}|{_canonical(name)}|{version}|{_PYTHON}",
+                                       lambda: introspect_api(module))
     return (None, result["error"]) if "error" in result else (result, None)
 
 
@@ -421,7 +458,12 @@ FEATURES: dict[str, tuple[Callable[[Any], bool] | None, str, frozenset[str]]] = 
 
 
 def distributed_features(data: ScoringData, adapter_id: str) -> tuple[dict[str, bool | None] | None, str | None]:
-    """Each feature: True (offered), False (not offered) or None (the registry does not know)."""
+    """Each feature: True (offered), False (not offered) or None (the registry does not know).
+
+    Per docs/registry.md: a list value that names the feature's value means offered; a list marked
+    ``complete`` that does not name it means not offered; an incomplete list that does not name it
+    says nothing (None); "unknown" says nothing.
+    """
     adapter, reason = _adapter_class(data, adapter_id)
     if adapter is None:
         return None, reason
@@ -434,12 +476,16 @@ def distributed_features(data: ScoringData, adapter_id: str) -> tuple[dict[str, 
         if declared is not None and declared(capabilities):
             found[feature] = True
             continue
+        fact = _fact(entry, dimension)
         values, _ = registry_value(entry, (dimension,))
         if values is None:
             found[feature] = None
+            continue
+        values = {values} if isinstance(values, str) else set(map(str, values))
+        if values & offered_values:
+            found[feature] = True
         else:
-            values = {values} if isinstance(values, str) else set(map(str, values))
-            found[feature] = bool(values & offered_values)
+            found[feature] = False if bool(getattr(fact, "complete", False)) else None
     return found, None
 
 
@@ -530,6 +576,8 @@ def licence(data: ScoringData) -> CriterionResult:
             continue
         rows.append((*key, 0, classified[1]))
         labels[key] = text
+        if source == "package metadata":
+            source = f"package metadata of {name}"
         notes[key] = f"{classified[0]}, from the {source}"
     return CriterionResult.build(rows, missing, labels=labels, notes=notes)
 
@@ -566,14 +614,49 @@ def release_age(data: ScoringData) -> CriterionResult:
         if entry is None:
             missing.append((*key, reason or "no registry entry"))
             continue
-        raw, reason = registry_value(entry, ("latest_release", "last_release", "latest_release_date"))
+        raw, reason = registry_value(entry, ("latest_release",))
+        if isinstance(raw, str) and raw == "none":
+            missing.append((*key, "the framework has never made a release"))
+            continue
         released = _as_date(raw) if raw is not None else None
         if released is None:
-            missing.append((*key, reason or f"the registry's latest release {raw!r} is not a date"))
+            missing.append((*key, reason or f"the registry's latest release {raw!r} has no date"))
             continue
         rows.append((*key, 0, float(max(0, (today - released).days))))
-        labels[key] = released.isoformat()
+        version = raw.get("version") if isinstance(raw, dict) else getattr(raw, "version", None)
+        labels[key] = f"{version} ({released.isoformat()})" if version else released.isoformat()
     return CriterionResult.build(rows, missing, labels=labels)
+
+
+# -- fidelity ----------------------------------------------------------------------------------------
+
+#: What each fidelity status is worth: the setting reached the framework exactly, approximately, or not.
+FIDELITY_SCORES = {"exact": 1.0, "approximate": 0.5, "unsupported": 0.0}
+
+
+def setting_fidelity(data: ScoringData) -> CriterionResult:
+    """Per adapter, one sample per workload it started: the mean fidelity score of every setting in
+    the run's fidelity report (the last started run of the workload)."""
+    runs = data.attempted_runs
+    runs = runs[runs["fidelity_json"].notna()] if "fidelity_json" in runs else runs.iloc[0:0]
+    latest = runs.drop_duplicates(["adapter", "workload_id"], keep="last")
+    rows: list[Row] = []
+    notes: dict[tuple[str, str], str] = {}
+    for adapter_id, group in latest.groupby("adapter", sort=True):
+        counts = {status: 0 for status in FIDELITY_SCORES}
+        for sample, text in enumerate(group["fidelity_json"].tolist()):
+            entries = json.loads(text) if isinstance(text, str) else list(text or [])
+            statuses = [str(item.get("status")) for item in entries if isinstance(item, dict)]
+            if not statuses:
+                continue
+            for status in statuses:
+                counts[status] = counts.get(status, 0) + 1
+            rows.append((adapter_id, ALL_WORKLOADS, sample,
+                         sum(FIDELITY_SCORES.get(status, 0.0) for status in statuses) / len(statuses)))
+        notes[(adapter_id, ALL_WORKLOADS)] = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
+    have = {row[0] for row in rows}
+    missing = [(a, ALL_WORKLOADS, "no started run with a fidelity report") for a in data.adapters if a not in have]
+    return CriterionResult.build(rows, missing, notes=notes)
 
 
 # -- registration ------------------------------------------------------------------------------------
@@ -661,12 +744,21 @@ CRITERIA: tuple[Criterion, ...] = (
                "copyleft 0.5, network copyleft 0.25. An unclassifiable licence is missing.",
     ),
     Criterion(
+        id="setting_fidelity", title="Workload fidelity", category=DEVELOPMENT, unit="share", direction=HIGHER,
+        normalization="share", per_workload=False, compute=setting_fidelity,
+        method="How much of the workload reaches the framework as asked: every setting of a run's "
+               "fidelity report (canonical hyperparameters, network, parallelism, evaluation) scores 1 "
+               "when mapped exactly, 0.5 approximately and 0 when unsupported; one sample per workload "
+               "started (its latest run), averaged. A pair with most canonical settings unsupported is "
+               "refused before running.",
+    ),
+    Criterion(
         id="release_age", title="Latest release age", category=DEVELOPMENT, unit="days", direction=LOWER,
         normalization="half-life", half_life=365.0, per_workload=False, compute=release_age,
-        method="Days from the framework's latest release (the registry entry's latest_release fact) "
-               "to the newest run in the store, so re-scoring a store gives the same figure; missing "
-               "while the registry does not record it. Scored 0.5 ** (days / 365): a release a year "
-               "old scores 0.5.",
+        method="Days from the framework's latest release (the registry entry's sourced latest_release "
+               "fact: version and date) to the newest run in the store, so re-scoring a store gives the "
+               "same figure; missing when the registry records it as unknown or the framework never "
+               "released. Scored 0.5 ** (days / 365): a release a year old scores 0.5.",
     ),
 )
 

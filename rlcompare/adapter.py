@@ -9,12 +9,14 @@ it maps a workload (:class:`FidelityEntry`), and trains with the framework's own
 from __future__ import annotations
 
 import enum
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from rlcompare.errors import IncompatibleError
+from rlcompare.errors import IncompatibleError, PluginError
+from rlcompare.validity import BudgetTolerance
 
 if TYPE_CHECKING:
     import numpy as np
@@ -135,8 +137,41 @@ class Adapter(ABC):
         ``context.start_training()`` once everything is built and ``context.checkpoint(policy)``
         often while training."""
 
+    def budget_tolerance(self, workload: Workload) -> BudgetTolerance:
+        """How far a run may land from its budget, and the framework's count from the harness's.
+
+        The default follows the workload: one rollout of every env for on-policy algorithms, one
+        update interval for off-policy ones, doubled in async mode. An adapter whose loop meets the
+        budget at a coarser grain (whole episodes, generations of a population) overrides this and
+        says so; the run's validity verdict (:mod:`rlcompare.validity`) is judged against it.
+        """
+        return BudgetTolerance.for_workload(workload)
+
     def check_compatible(self, workload: Workload, action_space: str | None) -> None:
         """Raise :class:`IncompatibleError` naming both sides when the pair cannot run."""
         reason = self.capabilities().refusal(workload, action_space)
         if reason is not None:
             raise IncompatibleError(f"adapter {self.id!r} cannot run workload {workload.id!r}: {reason}")
+
+
+ADAPTER_ID_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+
+
+def check_adapter_class(adapter_class: Any) -> None:
+    """Refuse, at registration, an adapter class that breaks the contract's declarations."""
+    name = getattr(adapter_class, "__qualname__", repr(adapter_class))
+    if not isinstance(adapter_class, type) or not issubclass(adapter_class, Adapter):
+        raise PluginError(name, "add_adapter expects a subclass of rlcompare.adapter.Adapter")
+    adapter_id = getattr(adapter_class, "id", None)
+    if not isinstance(adapter_id, str) or not ADAPTER_ID_PATTERN.match(adapter_id):
+        raise PluginError(name, f"adapter id {adapter_id!r} must match {ADAPTER_ID_PATTERN.pattern}")
+    framework = getattr(adapter_class, "framework", None)
+    if not isinstance(framework, str) or not framework:
+        raise PluginError(name, f"adapter {adapter_id!r}: 'framework' must name its registry entry")
+    if getattr(adapter_class, "__abstractmethods__", None):
+        missing = ", ".join(sorted(adapter_class.__abstractmethods__))
+        raise PluginError(name, f"adapter {adapter_id!r} does not implement {missing}")
+    for attribute in ("distributions", "install_requires"):
+        value = getattr(adapter_class, attribute, ())
+        if not isinstance(value, tuple) or not all(isinstance(item, str) for item in value):
+            raise PluginError(name, f"adapter {adapter_id!r}: '{attribute}' must be a tuple of strings")

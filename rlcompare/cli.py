@@ -130,18 +130,22 @@ def cmd_list(args: argparse.Namespace) -> int:
         for adapter_id, adapter_class in sorted(plugins.adapters.items()):
             adapter = adapter_class()
             capabilities = adapter.capabilities()
+            origin = plugins.origin("adapter", adapter_id)
             rows.append({
                 "id": adapter_id,
                 "framework": adapter.framework,
                 "summary": adapter.summary,
-                "plugin": plugins.plugin_origin("adapter", adapter_id),
+                "plugin": origin.plugin,
+                "distribution": origin.distribution,
+                "version": origin.version,
                 "capabilities": capabilities.to_dict(),
             })
         if args.json:
             _print_json(rows)
         else:
             _table("adapters", ("id", "framework", "algorithms", "plugin", "summary"),
-                   [(r["id"], r["framework"], ",".join(r["capabilities"]["algorithms"]), r["plugin"], r["summary"])
+                   [(r["id"], r["framework"], ",".join(r["capabilities"]["algorithms"]),
+                     f"{r['plugin']} ({r['distribution'] or '?'} {r['version'] or ''})".strip(), r["summary"])
                     for r in rows])
     elif args.kind == "workloads":
         data = [workload.to_dict() for _, workload in sorted(plugins.workloads.items())]

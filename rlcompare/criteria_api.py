@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -174,26 +175,50 @@ class CriterionValue:
 
 class MeasurementCache:
     """Expensive measurements (import time, API introspection, install size) kept in a JSON file,
-    keyed by what determines them (distribution and version), so a store is scored quickly again."""
+    keyed by what determines them (distribution, version, Python), so scoring again is quick.
 
-    def __init__(self, path: Path | None) -> None:
+    The default file lives in the user's cache directory (``$RLCOMPARE_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/rlcompare``, else ``~/.cache/rlcompare``), never next to a store. With
+    ``refresh`` every key is measured again once (``rlcompare score --remeasure``).
+    """
+
+    def __init__(self, path: Path | None, refresh: bool = False) -> None:
         self.path = path
+        self.refresh = refresh
         self._data: dict[str, Any] | None = None
+        self._fresh: set[str] = set()
+
+    @staticmethod
+    def default_path() -> Path:
+        import os
+
+        base = os.environ.get("RLCOMPARE_CACHE_DIR")
+        if base:
+            return Path(base) / "measurements.json"
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        root = Path(xdg) if xdg else Path.home() / ".cache"
+        return root / "rlcompare" / "measurements.json"
+
+    @classmethod
+    def default(cls, refresh: bool = False) -> MeasurementCache:
+        return cls(cls.default_path(), refresh)
 
     def _load(self) -> dict[str, Any]:
         if self._data is None:
             self._data = {}
-            if self.path is not None and self.path.exists():
+            if self.path is not None and self.path.is_file():
                 try:
-                    self._data = json.loads(self.path.read_text(encoding="utf-8"))
+                    loaded = json.loads(self.path.read_text(encoding="utf-8"))
+                    self._data = loaded if isinstance(loaded, dict) else {}
                 except (OSError, ValueError):
                     self._data = {}  # a damaged cache is only a slower run, never an error
         return self._data
 
     def get_or_compute(self, key: str, compute: Callable[[], Any]) -> Any:
         data = self._load()
-        if key not in data:
+        if key not in data or (self.refresh and key not in self._fresh):
             data[key] = compute()
+            self._fresh.add(key)
             self._save()
         return data[key]
 
@@ -201,9 +226,12 @@ class MeasurementCache:
         if self.path is None:
             return
         try:
-            self.path.write_text(json.dumps(self._data, indent=1, sort_keys=True), encoding="utf-8")
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            partial = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
+            partial.write_text(json.dumps(self._data, indent=1, sort_keys=True), encoding="utf-8")
+            os.replace(partial, self.path)
         except OSError:
-            pass  # a read-only location only means measuring again next time
+            pass  # an unwritable cache only means measuring again next time
 
 
 class ScoringData:
@@ -327,9 +355,9 @@ def _unrunnable_reason(group: pd.DataFrame) -> str:
     first_error = next((str(error) for error in group["error"].tolist() if isinstance(error, str) and error), "")
     if "unsupported" in statuses:
         return f"refused before running: {first_error}" if first_error else "refused before running"
-    counts = ", ".join(f"{statuses.count(status)} {status}" for status in ("failed", "timeout") if status in statuses)
-    reason = f"no seed finished ({counts})"
+    counts = ", ".join(f"{statuses.count(status)} {status}"
+                       for status in ("invalid", "failed", "timeout", "interrupted") if status in statuses)
+    reason = f"no valid seed ({counts})"
     if first_error:
         reason += f": {first_error.splitlines()[0][:160]}"
     return reason
-

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from rlcompare.adapter import Adapter, Fidelity
 from rlcompare.errors import IncompatibleError, UsageError
-from rlcompare.plugins import Plugins
+from rlcompare.plugins import Origin, Plugins
+from rlcompare.validity import BudgetTolerance
 from rlcompare.workload import Workload, check_environment, load_workload_file
 
 
@@ -21,6 +23,12 @@ class PlannedRun:
     adapter_id: str
     framework: str
     seed: int
+    tolerance: BudgetTolerance | None = None
+    origin: Origin = Origin("?")
+
+    @property
+    def budget_tolerance(self) -> BudgetTolerance:
+        return self.tolerance or BudgetTolerance.for_workload(self.workload)
 
     @property
     def run_id(self) -> str:
@@ -35,6 +43,7 @@ class RefusedPair:
     adapter_id: str
     framework: str
     reason: str
+    origin: Origin = Origin("?")
 
 
 @dataclass
@@ -81,13 +90,40 @@ def build_plan(
             workload = workload.with_seeds(seeds)
         action_space = action_space_kind(workload.env, workload.env_kwargs)
         for adapter in adapters:
+            origin = plugins.origin("adapter", adapter.id)
             try:
                 adapter.check_compatible(workload, action_space)
+                check_faithful(adapter, workload)
             except IncompatibleError as refusal:
                 if explicit:
                     raise
-                plan.refused.append(RefusedPair(workload, adapter.id, adapter.framework, str(refusal)))
+                plan.refused.append(RefusedPair(workload, adapter.id, adapter.framework, str(refusal), origin))
                 continue
+            tolerance = adapter.budget_tolerance(workload)
             for seed in workload.seed_values:
-                plan.runs.append(PlannedRun(workload, adapter.id, adapter.framework, seed))
+                plan.runs.append(PlannedRun(workload, adapter.id, adapter.framework, seed, tolerance, origin))
     return plan
+
+
+#: A pair is refused when more than this share of the algorithm's canonical settings cannot reach
+#: the framework: what would run is not the workload that was asked for.
+MAX_UNSUPPORTED_SHARE = 0.5
+
+
+def check_faithful(adapter: Adapter, workload: Workload) -> None:
+    """Refuse a pair whose fidelity report leaves most canonical settings unsupported (or does not
+    mention them: a setting the report omits is counted as unsupported)."""
+    where = f"adapter {adapter.id!r} cannot run workload {workload.id!r} faithfully"
+    try:
+        entries = adapter.fidelity(workload)
+    except Exception as exc:  # noqa: BLE001 - a plugin's failure refuses its own pair only
+        raise IncompatibleError(f"{where}: its fidelity report failed ({type(exc).__name__}: {exc})") from None
+    canonical = [name for name in type(workload.hyperparameters).model_fields if name != "algorithm"]
+    status = {entry.setting.removeprefix("hyperparameters."): entry.status for entry in entries}
+    unsupported = [name for name in canonical if status.get(name, Fidelity.UNSUPPORTED) == Fidelity.UNSUPPORTED]
+    if canonical and len(unsupported) / len(canonical) > MAX_UNSUPPORTED_SHARE:
+        raise IncompatibleError(
+            f"{where}: {len(unsupported)} of {len(canonical)} canonical {workload.algorithm} settings are "
+            f"unsupported or missing from its fidelity report ({', '.join(unsupported[:4])}"
+            f"{', ...' if len(unsupported) > 4 else ''})"
+        )

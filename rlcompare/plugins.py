@@ -53,26 +53,68 @@ class Suite:
     description: str = ""
 
 
+@dataclass(frozen=True)
+class Origin:
+    """Where a registered object comes from: the plugin, and the distribution that installed it."""
+
+    plugin: str
+    distribution: str | None = None
+    version: str | None = None
+
+    def __str__(self) -> str:
+        if self.distribution is None:
+            return repr(self.plugin)
+        return f"{self.plugin!r} ({self.distribution} {self.version or '?'})"
+
+
 @dataclass
 class Register:
-    """What registration hooks receive; each ``add_*`` records what one plugin contributes."""
+    """What registration hooks receive; each ``add_*`` records what one plugin contributes.
+
+    Every registered object remembers its :class:`Origin`. Two plugins registering the same id of
+    the same kind is a clash: *both* registrations are dropped (neither can take the other's id
+    over, whichever loads first) and one error names both plugins and their distributions.
+    """
 
     adapters: dict[str, type[Adapter]] = field(default_factory=dict)
     workloads: dict[str, Workload] = field(default_factory=dict)
     suites: dict[str, Suite] = field(default_factory=dict)
     criteria: dict[str, Any] = field(default_factory=dict)
     frameworks: dict[str, Any] = field(default_factory=dict)
-    origin: dict[tuple[str, str], str] = field(default_factory=dict)
-    current_plugin: str = "?"
+    origins: dict[tuple[str, str], Origin] = field(default_factory=dict)
+    clashes: dict[tuple[str, str], list[Origin]] = field(default_factory=dict)
+    errors: list[PluginError] = field(default_factory=list)
+    current: Origin = field(default_factory=lambda: Origin("?"))
+
+    @property
+    def origin(self) -> dict[tuple[str, str], str]:
+        """``(kind, id) -> plugin name`` (kept for readers that only want the name)."""
+        return {key: origin.plugin for key, origin in self.origins.items()}
 
     def _add(self, kind: str, table: dict[str, Any], key: str, value: Any) -> None:
+        if not isinstance(key, str) or not key:
+            raise PluginError(self.current.plugin, f"{kind} id must be a non-empty string, got {key!r}")
+        if (kind, key) in self.clashes:
+            self.clashes[(kind, key)].append(self.current)
+            self.errors.append(PluginError(self.current.plugin, f"{kind} {key!r} is disputed and stays disabled"))
+            return
         if key in table:
-            owner = self.origin[(kind, key)]
-            raise PluginError(self.current_plugin, f"{kind} {key!r} is already registered by {owner!r}")
+            first = self.origins.pop((kind, key))
+            del table[key]
+            self.clashes[(kind, key)] = [first, self.current]
+            self.errors.append(PluginError(
+                self.current.plugin,
+                f"{kind} id {key!r} is registered by both {first} and {self.current}; both are disabled "
+                f"(uninstall one, or rename the id in one of them)",
+            ))
+            return
         table[key] = value
-        self.origin[(kind, key)] = self.current_plugin
+        self.origins[(kind, key)] = self.current
 
     def add_adapter(self, adapter_class: type[Adapter]) -> None:
+        from rlcompare.adapter import check_adapter_class
+
+        check_adapter_class(adapter_class)
         self._add("adapter", self.adapters, adapter_class.id, adapter_class)
 
     def add_workload(self, workload: Workload) -> None:
@@ -133,7 +175,11 @@ class Plugins:
         return workloads
 
     def plugin_origin(self, kind: str, key: str) -> str:
-        return self.register.origin.get((kind, key), "?")
+        return self.origin(kind, key).plugin
+
+    def origin(self, kind: str, key: str) -> Origin:
+        """Which plugin and distribution registered ``key``."""
+        return self.register.origins.get((kind, key), Origin("?"))
 
 
 def _import_plugin(name: str, load: Callable[[], Any]) -> Any:
@@ -152,11 +198,13 @@ def build_plugin_manager(
     manager = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     manager.add_hookspecs(hookspecs)
     errors: list[PluginError] = []
+    origins: dict[str, Origin] = {}
 
     for module_name in dict.fromkeys(builtins):  # listing a built-in twice registers it once
         try:
             module = _import_plugin(module_name, lambda m=module_name: importlib.import_module(m))
             manager.register(module, name=module_name)
+            origins[module_name] = _builtin_origin(module_name)
         except PluginError as error:
             errors.append(error)
 
@@ -169,6 +217,7 @@ def build_plugin_manager(
             try:
                 plugin = _import_plugin(entry_point.name, entry_point.load)
                 manager.register(plugin, name=entry_point.name)
+                origins[entry_point.name] = _entry_point_origin(entry_point)
             except PluginError as error:
                 errors.append(error)
             except ValueError as exc:  # pluggy: duplicate plugin object or name
@@ -192,12 +241,26 @@ def build_plugin_manager(
     ):
         caller = getattr(manager.hook, hook_name)
         for impl in caller.get_hookimpls():
-            register.current_plugin = impl.plugin_name
+            register.current = origins.get(impl.plugin_name, Origin(impl.plugin_name))
             try:
                 impl.function(register=register)
             except PluginError as error:
                 errors.append(error)
             except Exception as exc:  # noqa: BLE001 - reported by `doctor` and `list`
                 errors.append(PluginError(impl.plugin_name, f"{hook_name}: {type(exc).__name__}: {exc}"))
-    register.current_plugin = "?"
+    register.current = Origin("?")
+    errors.extend(register.errors)
     return Plugins(manager=manager, register=register, errors=errors)
+
+
+def _builtin_origin(module_name: str) -> Origin:
+    import rlcompare
+
+    return Origin(module_name, "rlcompare", rlcompare.__version__)
+
+
+def _entry_point_origin(entry_point: importlib.metadata.EntryPoint) -> Origin:
+    dist = entry_point.dist
+    if dist is None:
+        return Origin(entry_point.name)
+    return Origin(entry_point.name, dist.metadata["Name"], dist.version)

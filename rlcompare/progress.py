@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from rlcompare.plan import PlannedRun
     from rlcompare.runner import RunOutcome, RunSummary
 
-STYLES = {"ok": "green", "failed": "red", "timeout": "yellow"}
+STYLES = {"ok": "green", "failed": "red", "timeout": "yellow", "invalid": "magenta", "interrupted": "yellow"}
 
 
 class ConsoleProgress:
@@ -26,14 +26,14 @@ class ConsoleProgress:
         self.done += 1
         record = outcome.record
         style = STYLES.get(outcome.status, "white")
-        parts = [f"[{style}]{outcome.status:<7}[/{style}] [{self.done}/{self.total}] {outcome.run_id}"]
-        if record.get("final_return_mean") is not None:
-            parts.append(f"return {record['final_return_mean']:.1f}")
-        if record.get("throughput"):
-            parts.append(f"{record['throughput']:.0f} steps/s")
-        parts.append(f"{record['wall_seconds']:.1f} s")
-        if outcome.status != "ok" and record.get("error"):
-            parts.append(f"- {record['error']}")
+        parts = [f"[{style}]{outcome.status:<11}[/{style}] [{self.done}/{self.total}] {outcome.run_id}"]
+        if record.final_return_mean is not None:
+            parts.append(f"return {record.final_return_mean:.1f}")
+        if record.throughput:
+            parts.append(f"{record.throughput:.0f} steps/s")
+        parts.append(f"{record.wall_seconds or 0.0:.1f} s")
+        if outcome.status != "ok" and record.error:
+            parts.append(f"- {record.error}")
         self.console.print("  ".join(parts))
 
     def close(self, summary: RunSummary, store: str) -> None:

@@ -14,7 +14,8 @@ from typing import Any
 import pandas as pd
 
 from rlcompare.errors import UsageError
-from rlcompare.stats import Estimate, mean_with_ci
+from rlcompare.scoring.bootstrap import Estimate
+from rlcompare.scoring.bootstrap import mean_interval as mean_with_ci
 from rlcompare.store import Store
 
 REPORT_FORMATS = ("md",)

@@ -22,8 +22,11 @@ from typing import Any
 
 from rlcompare.context import read_progress
 from rlcompare.plan import Plan, PlannedRun, RefusedPair, run_id_for
+from rlcompare.plugins import Origin
 from rlcompare.process_tree import RUN_ID_ENV, TreeMonitor, kill_tree
+from rlcompare.records import RunRecord
 from rlcompare.store import Store
+from rlcompare.validity import judge_run
 from rlcompare.worker import RESULT_FILE
 from rlcompare.workload import Workload
 
@@ -35,7 +38,7 @@ THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
 class RunOutcome:
     run_id: str
     status: str
-    record: dict[str, Any]
+    record: RunRecord
 
 
 @dataclass
@@ -174,7 +177,7 @@ class LocalRunner:
         curve = read_progress(run.run_dir / "progress.jsonl")
         record = _run_record(run, result, curve, wall, self.timeout_seconds)
         self.store.save_run(record, curve)
-        outcome = RunOutcome(run.planned.run_id, record["status"], record)
+        outcome = RunOutcome(run.planned.run_id, record.status, record)
         if self.on_finish is not None:
             self.on_finish(outcome)
         return outcome
@@ -189,9 +192,10 @@ def _output_tail(run_dir: Path, lines: int = 20) -> str:
 
 def _run_record(
     run: _Active, result: dict[str, Any], curve: Sequence[dict[str, Any]], wall: float, timeout: float | None
-) -> dict[str, Any]:
+) -> RunRecord:
     planned = run.planned
     workload = planned.workload
+    tolerance = planned.budget_tolerance
     status = result.get("status", "failed")
     error = result.get("error")
     if run.timed_out:
@@ -201,45 +205,50 @@ def _run_record(
     training = result.get("training_seconds") or 0.0
     steps = result.get("env_steps")
     framework_steps = result.get("framework_env_steps")
-    return {
-        "run_id": planned.run_id,
-        "workload_id": workload.id,
-        "workload_digest": workload.digest,
-        "adapter": planned.adapter_id,
-        "framework": planned.framework,
-        "algorithm": workload.algorithm,
-        "env_id": workload.env,
-        "seed": planned.seed,
-        "status": status,
-        "error": error,
-        "started_at": run.launched_at,
-        "finished_at": run.launched_at + wall,
-        "wall_seconds": wall,
-        "startup_seconds": result.get("startup_seconds"),
-        "training_seconds": result.get("training_seconds"),
-        "evaluation_seconds": result.get("evaluation_seconds"),
-        "env_steps": steps,
-        "framework_env_steps": framework_steps,
-        "step_count_gap": abs(steps - framework_steps) if steps is not None and framework_steps is not None else None,
-        "step_count_tolerance": workload.step_count_tolerance,
-        "episodes": result.get("episodes"),
-        "throughput": (steps / training) if steps and training > 0 else None,
-        "ideal_throughput": workload_ideal_throughput(workload),
-        "cpu_seconds": run.monitor.cpu_seconds,
-        "peak_rss_bytes": run.monitor.peak_rss_bytes,
-        "final_return_mean": result.get("final_return_mean") if status == "ok" else None,
-        "final_return_std": result.get("final_return_std") if status == "ok" else None,
-        "success_threshold": workload.success_threshold,
-        "budget_env_steps": workload.env_steps,
-        "torch_threads": result.get("torch_threads"),
-        "host_fingerprint": (result.get("host") or {}).get("fingerprint"),
-        "workload_json": workload.to_dict(),
-        "versions_json": result.get("versions"),
-        "host_json": result.get("host"),
-        "fidelity_json": result.get("fidelity"),
-        "native_config_json": result.get("native_config"),
-        "traceback": result.get("traceback") or (_output_tail(run.run_dir) if status != "ok" else None),
-    }
+    verdict = None
+    if status == "ok":
+        verdict = judge_run(
+            env_steps=steps, framework_env_steps=framework_steps, budget=workload.env_steps, tolerance=tolerance,
+            evaluation_returns=[point.get("return_mean") for point in curve],
+            final_return=result.get("final_return_mean"),
+        )
+        if not verdict.valid:
+            status, error = "invalid", "; ".join(verdict.reasons)
+    return RunRecord(
+        **_identity(workload, planned.adapter_id, planned.framework, planned.seed, planned.origin),
+        status=status,
+        error=error,
+        started_at=run.launched_at,
+        finished_at=run.launched_at + wall,
+        wall_seconds=wall,
+        startup_seconds=result.get("startup_seconds"),
+        training_seconds=result.get("training_seconds"),
+        evaluation_seconds=result.get("evaluation_seconds"),
+        env_steps=steps,
+        framework_env_steps=framework_steps,
+        step_count_gap=abs(steps - framework_steps) if steps is not None and framework_steps is not None else None,
+        step_count_tolerance=tolerance.count_gap_steps,
+        budget_granularity=tolerance.granularity,
+        budget_overshoot_steps=tolerance.overshoot_steps,
+        episodes=result.get("episodes"),
+        evaluations=len(curve),
+        throughput=(steps / training) if steps and training > 0 else None,
+        ideal_throughput=workload_ideal_throughput(workload),
+        cpu_seconds=run.monitor.cpu_seconds,
+        peak_rss_bytes=run.monitor.peak_rss_bytes,
+        final_return_mean=result.get("final_return_mean") if status == "ok" else None,
+        final_return_std=result.get("final_return_std") if status == "ok" else None,
+        success_threshold=workload.success_threshold,
+        budget_env_steps=workload.env_steps,
+        torch_threads=result.get("torch_threads"),
+        host_fingerprint=(result.get("host") or {}).get("fingerprint"),
+        versions_json=result.get("versions"),
+        host_json=result.get("host"),
+        fidelity_json=result.get("fidelity"),
+        native_config_json=result.get("native_config"),
+        validity_json=None if verdict is None else verdict.to_dict(),
+        traceback=result.get("traceback") or (_output_tail(run.run_dir) if status not in ("ok", "invalid") else None),
+    )
 
 
 def workload_ideal_throughput(workload: Workload) -> float | None:
@@ -252,20 +261,23 @@ def workload_ideal_throughput(workload: Workload) -> float | None:
     return ideal_throughput(step_cost_ms, workload.parallelism.workers)
 
 
-def _refused_record(refused: RefusedPair) -> dict[str, Any]:
+def _refused_record(refused: RefusedPair) -> RunRecord:
     workload = refused.workload
+    return RunRecord(
+        **_identity(workload, refused.adapter_id, refused.framework, -1, refused.origin),
+        status="unsupported",
+        error=refused.reason,
+        success_threshold=workload.success_threshold,
+        budget_env_steps=workload.env_steps,
+    )
+
+
+def _identity(workload: Workload, adapter_id: str, framework: str, seed: int, origin: Origin) -> dict[str, Any]:
+    """The fields that say which run a record is and which code produced it."""
     return {
-        "run_id": run_id_for(workload.id, refused.adapter_id, -1),
-        "workload_id": workload.id,
-        "workload_digest": workload.digest,
-        "adapter": refused.adapter_id,
-        "framework": refused.framework,
-        "algorithm": workload.algorithm,
-        "env_id": workload.env,
-        "seed": -1,
-        "status": "unsupported",
-        "error": refused.reason,
-        "success_threshold": workload.success_threshold,
-        "budget_env_steps": workload.env_steps,
-        "workload_json": workload.to_dict(),
+        "run_id": run_id_for(workload.id, adapter_id, seed), "workload_id": workload.id,
+        "workload_digest": workload.digest, "adapter": adapter_id, "framework": framework,
+        "algorithm": workload.algorithm, "env_id": workload.env, "seed": seed,
+        "adapter_plugin": origin.plugin, "adapter_distribution": origin.distribution,
+        "adapter_version": origin.version, "workload_json": workload.to_dict(),
     }

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlcompare.criteria_api import ALL_WORKLOADS, CriterionValue
 from rlcompare.errors import UsageError
-from rlcompare.profiles import BUILTIN_PROFILES, DEFAULT_PROFILE, WeightProfile, get_profile, load_weights_file
+from rlcompare.scoring.profiles import BUILTIN_PROFILES, DEFAULT_PROFILE, WeightProfile, get_profile, load_weights_file
 
 if TYPE_CHECKING:
     from rlcompare.plugins import Plugins
@@ -36,6 +36,16 @@ def _reps(text: str) -> int:
     return value
 
 
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 0 to 2**32-1, got {text!r}") from None
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 0 to 2**32-1, got {value}")
+    return value
+
+
 def add_commands(subparsers: Any) -> None:
     """Add ``score`` to the CLI's subparsers."""
     from rlcompare.cli import DEFAULT_STORE
@@ -46,11 +56,13 @@ def add_commands(subparsers: Any) -> None:
     weights.add_argument("--profile", metavar="NAME",
                          help=f"weight profile: {', '.join(BUILTIN_PROFILES)} (default {DEFAULT_PROFILE})")
     weights.add_argument("--weights", metavar="FILE", help="TOML file of category shares and criterion weights")
-    # the default is resolved in the handler: importing rlcompare.stats here would load numpy for
-    # every command line
+    # the default is resolved in the handler: importing the scoring package here would load numpy
+    # for every command line
     command.add_argument("--reps", type=_reps, default=None, metavar="N",
-                         help="bootstrap repetitions per interval (default: rlcompare.stats.DEFAULT_REPS, 2000)")
-    command.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the bootstrap (default 0)")
+                         help="bootstrap repetitions per interval (default 2000)")
+    command.add_argument("--seed", type=_seed, default=0, metavar="N", help="seed of the bootstrap (default 0)")
+    command.add_argument("--remeasure", action="store_true",
+                         help="measure development criteria again instead of using the measurement cache")
     command.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -69,8 +81,8 @@ def load_plugins() -> Plugins:
 
 def cmd_score(args: argparse.Namespace) -> int:
     """Print the scoring matrix of ``args.store``; returns the exit status."""
-    from rlcompare.scoring import ScoringOptions, score_store
-    from rlcompare.stats import DEFAULT_REPS
+    from rlcompare.criteria_api import MeasurementCache
+    from rlcompare.scoring import DEFAULT_REPS, ScoringOptions, score_store
     from rlcompare.store import Store
 
     plugins = load_plugins()
@@ -80,8 +92,9 @@ def cmd_score(args: argparse.Namespace) -> int:
     if not Path(args.store).exists():
         raise UsageError(f"--store: no results store at {args.store} (run `rlcompare run` first)")
     options = ScoringOptions(reps=getattr(args, "reps", None) or DEFAULT_REPS, seed=getattr(args, "seed", 0))
+    cache = MeasurementCache.default(refresh=getattr(args, "remeasure", False))
     with Store(args.store) as store:
-        matrix = score_store(store, plugins, profile, options)
+        matrix = score_store(store, plugins, profile, options, cache=cache)
     if getattr(args, "json", False):
         print(json.dumps(matrix.to_dict(), indent=2, sort_keys=True, default=str))
     else:
@@ -172,6 +185,7 @@ def render(matrix: ScoreMatrix) -> None:
         rows.append([f"{_title(criterion)} ({cid})", f"{weight:.3f}", *cells])
     overall = [matrix.overall[a] for a in adapters]
     rows.append(["OVERALL SCORE", "1.000", *[_estimate_text(o.score) for o in overall]])
+    rows.append(["workloads with a valid result", "", *[str(o.valid_workloads) for o in overall]])
     rows.append(["rank", "", *["-" if o.rank is None else str(o.rank) for o in overall]])
     rows.append(["rank stability", "", *["-" if o.rank_stability is None else f"{o.rank_stability:.0%}"
                                          for o in overall]])
@@ -207,5 +221,19 @@ def render(matrix: ScoreMatrix) -> None:
         for (adapter, workload_id, reason), criteria in sorted(reasons.items()):
             where = "all workloads" if workload_id == ALL_WORKLOADS else workload_id
             print(f"  {adapter} / {where}: {reason} [{', '.join(sorted(criteria))}]")
+    if matrix.excluded_runs:
+        print("\nRuns that do not count (invalid, failed, timed out or interrupted):")
+        for run in matrix.excluded_runs:
+            print(f"  {run['run_id']}: {run['status']}: {run['reason'] or 'no reason recorded'}")
+    if matrix.imputed:
+        print("\nScored the worst on a workload it has no valid run on:")
+        for item in sorted({(i["adapter"], i["workload"]) for i in matrix.imputed}):
+            print(f"  {item[0]} / {item[1]}")
+    if matrix.left_out:
+        print("\nLeft out of every overall score (not every compared adapter has a value):")
+        for item in matrix.left_out:
+            where = "" if item["workload"] == ALL_WORKLOADS else f" on {item['workload']}"
+            print(f"  {item['criterion']}{where}: {item['reason']}")
+    print("\nRanks: by the number of workloads with a valid result, then by overall score.")
     for error in matrix.errors:
         print(f"error: {error}", file=sys.stderr)

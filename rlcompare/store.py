@@ -10,65 +10,35 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+import urllib.parse
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rlcompare import records
 from rlcompare.errors import StoreError
+from rlcompare.records import RunRecord
 
 if TYPE_CHECKING:
     import pandas as pd
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
-#: Statuses a run can be stored with.
-STATUSES = ("ok", "failed", "timeout", "unsupported")
+#: Run statuses (see :mod:`rlcompare.records`).
+STATUSES = records.STATUSES
+RUN_COLUMNS = records.run_columns()
+CURVE_COLUMNS = (
+    "run_id", "env_steps", "framework_env_steps", "train_seconds", "return_mean", "return_std",
+    "episode_length_mean", "returns_json",
+)
 
-_SCHEMA = """
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY,
-    workload_id TEXT NOT NULL,
-    workload_digest TEXT NOT NULL,
-    adapter TEXT NOT NULL,
-    framework TEXT NOT NULL,
-    algorithm TEXT NOT NULL,
-    env_id TEXT NOT NULL,
-    seed INTEGER NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'timeout', 'unsupported')),
-    error TEXT,
-    started_at REAL,
-    finished_at REAL,
-    wall_seconds REAL,
-    startup_seconds REAL,
-    training_seconds REAL,
-    evaluation_seconds REAL,
-    env_steps INTEGER,
-    framework_env_steps INTEGER,
-    step_count_gap INTEGER,
-    step_count_tolerance INTEGER,
-    episodes INTEGER,
-    throughput REAL,
-    ideal_throughput REAL,
-    cpu_seconds REAL,
-    peak_rss_bytes INTEGER,
-    final_return_mean REAL,
-    final_return_std REAL,
-    success_threshold REAL,
-    budget_env_steps INTEGER,
-    torch_threads INTEGER,
-    host_fingerprint TEXT,
-    workload_json TEXT NOT NULL,
-    versions_json TEXT,
-    host_json TEXT,
-    fidelity_json TEXT,
-    native_config_json TEXT,
-    traceback TEXT
-);
+{records.runs_table_sql()};
 CREATE INDEX IF NOT EXISTS runs_by_workload ON runs (workload_id, adapter);
 CREATE TABLE IF NOT EXISTS curves (
     run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
@@ -83,19 +53,42 @@ CREATE TABLE IF NOT EXISTS curves (
 );
 """
 
-RUN_COLUMNS = (
-    "run_id", "workload_id", "workload_digest", "adapter", "framework", "algorithm", "env_id", "seed",
-    "status", "error", "started_at", "finished_at", "wall_seconds", "startup_seconds", "training_seconds",
-    "evaluation_seconds", "env_steps", "framework_env_steps", "step_count_gap", "step_count_tolerance", "episodes",
-    "throughput", "ideal_throughput", "cpu_seconds",
-    "peak_rss_bytes", "final_return_mean", "final_return_std", "success_threshold", "budget_env_steps",
-    "torch_threads", "host_fingerprint", "workload_json", "versions_json", "host_json", "fidelity_json",
-    "native_config_json", "traceback",
-)
-CURVE_COLUMNS = (
-    "run_id", "env_steps", "framework_env_steps", "train_seconds", "return_mean", "return_std",
-    "episode_length_mean", "returns_json",
-)
+
+def _migrate_1_to_2(connection: sqlite3.Connection) -> None:
+    """Version 2 adds validity verdicts, budget tolerances and plugin origins, and the statuses
+    ``invalid`` and ``interrupted``: rebuild ``runs`` (SQLite cannot alter a CHECK) and judge
+    every finished run of version 1 by today's rules, with the default tolerance of its workload."""
+    from rlcompare.validity import BudgetTolerance, judge_run
+    from rlcompare.workload import workload_from_dict
+
+    old = [row[1] for row in connection.execute("PRAGMA table_info(runs)")]
+    common = [column for column in RUN_COLUMNS if column in old]
+    connection.execute("ALTER TABLE runs RENAME TO runs_v1")
+    connection.execute("DROP INDEX IF EXISTS runs_by_workload")
+    connection.execute(records.runs_table_sql())
+    connection.execute("CREATE INDEX IF NOT EXISTS runs_by_workload ON runs (workload_id, adapter)")
+    connection.execute(f"INSERT INTO runs ({', '.join(common)}) SELECT {', '.join(common)} FROM runs_v1")
+    connection.execute("DROP TABLE runs_v1")
+    finished = connection.execute(
+        "SELECT run_id, workload_json, env_steps, framework_env_steps, budget_env_steps, final_return_mean "
+        "FROM runs WHERE status = 'ok'").fetchall()
+    for run_id, workload_text, steps, framework_steps, budget, final in finished:
+        try:
+            workload = workload_from_dict(json.loads(workload_text), f"stored run {run_id}")
+        except Exception:  # noqa: BLE001 - a workload this version no longer reads: judged without it
+            workload = None
+        tolerance = BudgetTolerance.for_workload(workload) if workload else BudgetTolerance("step", 0, 0)
+        returns = [row[0] for row in connection.execute("SELECT return_mean FROM curves WHERE run_id = ?", (run_id,))]
+        verdict = judge_run(env_steps=steps, framework_env_steps=framework_steps, budget=int(budget or 0),
+                            tolerance=tolerance, evaluation_returns=returns, final_return=final)
+        connection.execute(
+            "UPDATE runs SET validity_json = ?, budget_granularity = ?, budget_overshoot_steps = ?, "
+            "evaluations = ?, status = ?, error = ? WHERE run_id = ?",
+            (json.dumps(verdict.to_dict()), tolerance.granularity, tolerance.overshoot_steps, len(returns),
+             "ok" if verdict.valid else "invalid", None if verdict.valid else "; ".join(verdict.reasons), run_id))
+
+
+_MIGRATIONS = {1: _migrate_1_to_2}
 
 
 class Store:
@@ -104,37 +97,74 @@ class Store:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._connection: sqlite3.Connection | None = None
+        self._writable = False
 
     # -- connection --------------------------------------------------------------------------------
 
     def _connect(self, create: bool) -> sqlite3.Connection:
-        if self._connection is not None:
+        """A connection for reading (the file opened read-only, never changed) or for writing (the
+        schema created or migrated first)."""
+        if self._connection is not None and (self._writable or not create):
             return self._connection
+        self.close()
         if not create and not self.path.exists():
             raise StoreError(f"no results store at {self.path} (run `rlcompare run` first or pass --store)")
         try:
-            connection = sqlite3.connect(self.path, timeout=30)
-            connection.execute("PRAGMA foreign_keys = ON")
-            connection.execute("PRAGMA journal_mode = WAL")
-            connection.execute("PRAGMA synchronous = NORMAL")
-            version = self._schema_version(connection)
-            if version is None:
-                with connection:
-                    connection.executescript(_SCHEMA)
-                    connection.execute(
-                        "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-                    )
-                    connection.execute(
-                        "INSERT OR IGNORE INTO meta (key, value) VALUES ('created_at', ?)", (str(time.time()),)
-                    )
-            elif version != SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self.path}: schema version {version}, this rlcompare reads {SCHEMA_VERSION}"
-                )
+            connection = self._open_writer() if create else self._open_reader()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: not a usable results store ({exc})") from None
-        self._connection = connection
+        self._connection, self._writable = connection, create
         return connection
+
+    def _open_writer(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(self.path, timeout=30)
+        connection.execute("PRAGMA foreign_keys = ON")
+        connection.execute("PRAGMA journal_mode = WAL")
+        connection.execute("PRAGMA synchronous = NORMAL")
+        version = self._schema_version(connection)
+        if version is None:
+            with connection:
+                connection.executescript(_SCHEMA)
+                connection.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+                )
+                connection.execute(
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('created_at', ?)", (str(time.time()),)
+                )
+        else:
+            self._check_version(version)
+            self._migrate(connection, version)
+        return connection
+
+    def _open_reader(self) -> sqlite3.Connection:
+        uri = f"file:{urllib.parse.quote(str(self.path.resolve()))}?mode=ro"
+        connection = sqlite3.connect(uri, uri=True, timeout=30)
+        version = self._schema_version(connection)
+        if version is None:
+            connection.close()
+            raise StoreError(f"{self.path}: not a results store (no rlcompare schema)")
+        self._check_version(version)
+        if version < SCHEMA_VERSION:  # read an upgraded copy in memory; the file stays as it is
+            upgraded = sqlite3.connect(":memory:")
+            connection.backup(upgraded)
+            connection.close()
+            connection = upgraded
+            self._migrate(connection, version)
+        connection.execute("PRAGMA foreign_keys = ON")
+        return connection
+
+    def _check_version(self, version: int) -> None:
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"{self.path}: schema version {version}, this rlcompare reads up to {SCHEMA_VERSION}")
+
+    @staticmethod
+    def _migrate(connection: sqlite3.Connection, version: int) -> None:
+        if version >= SCHEMA_VERSION:
+            return
+        with connection:
+            for step in range(version, SCHEMA_VERSION):
+                _MIGRATIONS[step](connection)
+            connection.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
 
     @staticmethod
     def _schema_version(connection: sqlite3.Connection) -> int | None:
@@ -146,10 +176,15 @@ class Store:
         row = connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         return int(row[0]) if row else None
 
+    def create(self) -> None:
+        """Create the file and its schema now (or check an existing one), before any run."""
+        self._connect(create=True)
+
     def close(self) -> None:
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+            self._writable = False
 
     def __enter__(self) -> Store:
         return self
@@ -165,12 +200,10 @@ class Store:
 
     # -- writing -----------------------------------------------------------------------------------
 
-    def save_run(self, run: dict[str, Any], curve: Iterable[dict[str, Any]] = ()) -> None:
+    def save_run(self, record: RunRecord, curve: Iterable[dict[str, Any]] = ()) -> None:
         """Store one finished run and its curve in a single transaction (replacing an older try)."""
-        row = {column: run.get(column) for column in RUN_COLUMNS}
-        if row["status"] not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}, got {row['status']!r}")
-        for column in ("workload_json", "versions_json", "host_json", "fidelity_json", "native_config_json"):
+        row = record.row()
+        for column in records.json_columns():
             if row[column] is not None and not isinstance(row[column], str):
                 row[column] = json.dumps(row[column], sort_keys=True, default=str)
         points = [

@@ -202,18 +202,19 @@ class Workload(_Spec):
 
     @property
     def rollout_env_steps(self) -> int:
-        """Env steps between two updates: the tolerance when comparing step counts."""
+        """Env steps between two updates, across every env: one rollout (on-policy) or one update
+        interval (off-policy). The default grain of a run's budget tolerance."""
         hp = self.hyperparameters
-        per_env = getattr(hp, "rollout_steps", None)
-        if per_env is not None:
-            return per_env * self.parallelism.total_envs
-        return max(getattr(hp, "train_every", 1), self.parallelism.total_envs)
+        per_env = getattr(hp, "rollout_steps", None) or getattr(hp, "train_every", 1)
+        return int(per_env) * self.parallelism.total_envs
 
     @property
     def step_count_tolerance(self) -> int:
-        """How far the harness's step count may be from the framework's: one rollout; with
-        asynchronous sampling, one more, still in flight when the framework last reported."""
-        return self.rollout_env_steps * (2 if self.parallelism.mode == "async" else 1)
+        """The default tolerance between the framework's and the harness's step counts
+        (see :class:`rlcompare.validity.BudgetTolerance`)."""
+        from rlcompare.validity import BudgetTolerance
+
+        return BudgetTolerance.for_workload(self).count_gap_steps
 
     @property
     def seed_values(self) -> list[int]:

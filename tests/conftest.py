@@ -60,3 +60,9 @@ def tiny_workload(tmp_path: Path) -> Path:
     path = tmp_path / "tiny.toml"
     path.write_text(TINY_WORKLOAD, encoding="utf-8")
     return path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def measurement_cache_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Development measurements go to a cache of this test session, not the user's."""
+    os.environ["RLCOMPARE_CACHE_DIR"] = str(tmp_path_factory.mktemp("measurements"))

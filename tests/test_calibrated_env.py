@@ -46,9 +46,9 @@ def test_runs_on_the_calibrated_env_record_their_ideal(fake_plugin: Path, tmp_pa
         [outcome] = LocalRunner(store).run(plan).outcomes
     record = outcome.record
     assert outcome.status == "ok"
-    assert record["ideal_throughput"] == pytest.approx(1000.0)
+    assert record.ideal_throughput == pytest.approx(1000.0)
     # one process stepping at 1 ms of CPU per step cannot beat 1000 steps/s
-    assert 0 < record["throughput"] <= record["ideal_throughput"] * 1.02
+    assert 0 < record.throughput <= record.ideal_throughput * 1.02
 
 
 def test_scaling_suite_differs_only_in_workers() -> None:

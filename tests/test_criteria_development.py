@@ -1,5 +1,6 @@
-"""Development-facilitation criteria, measured on a tiny installed package (pluggy) through a fake
-adapter and registry entry."""
+"""Development-facilitation criteria, measured on a tiny installed package (pluggy) through a test
+adapter, with real registry entries (built-in ones, or built-in ones with facts replaced, validated by
+the registry's own schema)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,16 @@ import inspect
 import json
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
+import pluggy
 import pytest
 
 import criteria.development as development
 from rlcompare.adapter import Adapter, Capabilities
 from rlcompare.criteria_api import ALL_WORKLOADS, MeasurementCache, ScoringData
+from rlcompare.plugins import Plugins, Register
+from rlcompare.registry import FrameworkEntry, framework_entry_from_dict, load_builtin_entries
 from rlcompare.store import Store
 from tests.test_criteria_support import run_record, workload_spec, write_store
 
@@ -47,17 +50,39 @@ class BareAdapter(PluggyAdapter):
     distributions = ()
 
 
-def fact(value: Any) -> SimpleNamespace:
-    """A registry fact: its value travels with sources, which the criteria do not need."""
-    return SimpleNamespace(value=value, sources=("https://example.org/",))
+def entry_like(base_id: str, new_id: str, **facts: Any) -> FrameworkEntry:
+    """A real, schema-validated registry entry: a built-in one under another id, with some facts
+    replaced (each given as a value, or as a dict of fact fields such as value and complete)."""
+    base = next(entry for entry in load_builtin_entries() if entry.id == base_id)
+    data = base.model_dump(mode="python")
+    data["id"] = new_id
+    for name, fact in facts.items():
+        update = fact if isinstance(fact, dict) else {"value": fact}
+        data[name] = {**data[name], **update}
+    return framework_entry_from_dict(data, f"test entry {new_id}")
 
 
-ENTRY = SimpleNamespace(
-    id="pluggy-fw", licence=fact("GPL-3.0-only"), algorithms=fact(("PPO", "DQN", "IMPALA", "PPO")),
-    simulation_parallelism=fact(("vectorized-cpu",)), computing_parallelism=fact(("multi-process", "multi-node")),
-    synchronization=fact("unknown"), architecture=fact(("non-distributed",)),
-    latest_release=fact(dt.date(2024, 1, 31)),
+#: pluggy-fw: GPL, four algorithm names (one twice), vectorized envs, multi-process and multi-node,
+#: synchronization unknown, architecture complete (non-distributed), released 2024-01-31.
+ENTRY = entry_like(
+    "stable-baselines3", "pluggy-fw", licence="GPL-3.0-only",
+    algorithms={"value": ("PPO", "DQN", "IMPALA"), "complete": False},
+    simulation_parallelism={"value": ("vectorized-cpu",), "complete": False},
+    computing_parallelism={"value": ("multi-process", "multi-node"), "complete": False},
+    synchronization={"value": "unknown", "complete": False, "evidence": (), "searched": "nowhere, on purpose"},
+    architecture={"value": ("non-distributed",), "complete": True},
+    latest_release={"value": {"version": "1.0", "date": dt.date(2024, 1, 31)}},
 )
+
+
+def _plugins(frameworks: dict[str, FrameworkEntry] | None) -> Plugins:
+    """Real plugins: the two test adapters and the given registry entries, through the Register."""
+    register = Register()
+    register.add_adapter(PluggyAdapter)
+    register.add_adapter(BareAdapter)
+    for entry in (frameworks or {}).values():
+        register.add_framework(entry)
+    return Plugins(manager=pluggy.PluginManager("rlcompare"), register=register, errors=[])
 
 
 def _data(tmp_path: Path, frameworks: dict[str, Any] | None) -> ScoringData:
@@ -65,9 +90,9 @@ def _data(tmp_path: Path, frameworks: dict[str, Any] | None) -> ScoringData:
     runs = [(run_record(spec, adapter, 0, framework=fw, final_return=1.0, finished_at=FINISHED_AT), [])
             for adapter, fw in (("plug", "pluggy-fw"), ("bare", "bare-fw"), ("ghost", "ghost-fw"))]
     path = write_store(tmp_path / "store.db", runs)
-    plugins = SimpleNamespace(adapters={"plug": PluggyAdapter, "bare": BareAdapter}, frameworks=frameworks or {})
     with Store(path) as store:
-        return ScoringData(store.runs_frame(), plugins=plugins, cache=MeasurementCache(tmp_path / "cache.json"))
+        return ScoringData(store.runs_frame(), plugins=_plugins(frameworks),
+                           cache=MeasurementCache(tmp_path / "cache.json"))
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +135,8 @@ def test_install_footprint_reads_installed_metadata(data: ScoringData) -> None:
     expected_bytes = sum(f.size or f.locate().stat().st_size for f in record)
     assert _values(_criterion("install_distributions").compute(data))["plug"] == [1.0]  # pluggy needs nothing
     assert _values(_criterion("install_size").compute(data))["plug"] == [pytest.approx(expected_bytes / 2**20)]
-    assert _missing(_criterion("install_size").compute(data))["bare"] == "adapter 'bare' declares no distributions"
+    assert _missing(_criterion("install_size").compute(data))["bare"] == (
+        "adapter 'bare' declares no import name and no distributions")
 
 
 def test_install_closure_follows_requirements() -> None:
@@ -162,12 +188,28 @@ def test_coverage_from_capabilities_and_registry(data: ScoringData) -> None:
     assert _values(_criterion("algorithm_coverage").compute(data))["plug"] == [0.5]  # PPO, DQN of 4
     assert _values(_criterion("registry_algorithms").compute(data))["plug"] == [3.0]  # distinct names
     features = _criterion("distributed_feature_coverage").compute(data)
-    # vectorized envs, workers, async (capabilities) and multi-node (taxonomy) of 7 known features
-    assert _values(features)["plug"] == [pytest.approx(4 / 7)]
+    # offered: vectorized envs, workers, async (capabilities) and multi-node (taxonomy); not offered:
+    # a distributed architecture (the architecture list is complete); unknown: GPU batch simulation and
+    # multi-GPU (incomplete lists that do not name them) -> 4 of the 5 known features
+    assert _values(features)["plug"] == [pytest.approx(4 / 5)]
     assert features.notes[("plug", ALL_WORKLOADS)] == (
-        "4 of 7: vectorized environments, multi-process workers, asynchronous sampling or learning, "
-        "multi-node cluster")
+        "4 of 5: vectorized environments, multi-process workers, asynchronous sampling or learning, "
+        "multi-node cluster; unknown: GPU batch simulation, multi-GPU training")
     assert _missing(features)["bare"] == "framework 'bare-fw' has no registry entry"
+
+
+def test_complete_lists_and_false_are_known_absence_incomplete_lists_are_not(tmp_path: Path) -> None:
+    entry = entry_like(
+        "stable-baselines3", "pluggy-fw",
+        simulation_parallelism={"value": (), "complete": True},        # known: none at all
+        computing_parallelism={"value": ("multi-process",), "complete": False},  # says nothing of GPUs/nodes
+        architecture={"value": ("non-distributed",), "complete": True},
+    )
+    found, _ = development.distributed_features(_data(tmp_path, {"pluggy-fw": entry}), "plug")
+    assert found["GPU batch simulation"] is False
+    assert found["multi-GPU training"] is None and found["multi-node cluster"] is None
+    assert found["distributed architecture"] is False
+    assert found["vectorized environments"] is True  # declared in the adapter's capabilities
 
 
 def test_licence_and_release_age_from_the_registry(data: ScoringData) -> None:
@@ -176,7 +218,44 @@ def test_licence_and_release_age_from_the_registry(data: ScoringData) -> None:
     assert result.labels[("plug", ALL_WORKLOADS)] == "GPL-3.0-only"
     age = _criterion("release_age").compute(data)
     assert _values(age)["plug"] == [366.0]  # 2024-01-31 to 2025-01-31, a leap year
-    assert age.labels[("plug", ALL_WORKLOADS)] == "2024-01-31"
+    assert age.labels[("plug", ALL_WORKLOADS)] == "1.0 (2024-01-31)"
+
+
+def test_every_builtin_adapter_gets_release_age_and_licence_from_its_real_registry_entry(tmp_path: Path) -> None:
+    from rlcompare.plugins import build_plugin_manager
+
+    plugins = build_plugin_manager(autoload=False)
+    spec = workload_spec("w")
+    runs = [(run_record(spec, adapter_id, 0, framework=adapter.framework, final_return=1.0), [])
+            for adapter_id, adapter in sorted(plugins.adapters.items())]
+    with Store(write_store(tmp_path / "store.db", runs)) as store:
+        data = ScoringData(store.runs_frame(), plugins=plugins, cache=MeasurementCache(tmp_path / "c.json"))
+    ages = _values(_criterion("release_age").compute(data))
+    licences = _criterion("licence").compute(data)
+    for adapter_id, adapter in plugins.adapters.items():
+        entry = plugins.frameworks[adapter.framework]
+        released = entry.latest_release.value.date
+        measured = dt.datetime.fromtimestamp(data.measured_at, dt.UTC).date()
+        assert ages[adapter_id] == [float(max(0, (measured - released).days))], adapter_id
+        assert licences.labels[(adapter_id, ALL_WORKLOADS)] == entry.licence.value
+        assert licences.notes[(adapter_id, ALL_WORKLOADS)].endswith("from the registry")
+
+
+def test_licence_falls_back_to_the_framework_own_distribution_not_the_first_listed(tmp_path: Path) -> None:
+    class NumpyFirst(PluggyAdapter):
+        id = "numpy-first"
+        framework = "nowhere-fw"
+        distributions = ("numpy", "pluggy")  # numpy first, but the framework is pluggy
+
+    register = Register()
+    register.add_adapter(NumpyFirst)
+    plugins = Plugins(manager=pluggy.PluginManager("rlcompare"), register=register, errors=[])
+    runs = [(run_record(workload_spec("w"), "numpy-first", 0, framework="nowhere-fw", final_return=1.0), [])]
+    with Store(write_store(tmp_path / "store.db", runs)) as store:
+        data = ScoringData(store.runs_frame(), plugins=plugins, cache=MeasurementCache(None))
+    licence = _criterion("licence").compute(data)
+    assert licence.labels[("numpy-first", ALL_WORKLOADS)] == "MIT"  # pluggy's, not numpy's BSD
+    assert licence.notes[("numpy-first", ALL_WORKLOADS)] == "permissive, from the package metadata of pluggy"
 
 
 def test_without_a_registry_cells_are_missing_or_fall_back_to_package_metadata(tmp_path: Path) -> None:
@@ -185,27 +264,25 @@ def test_without_a_registry_cells_are_missing_or_fall_back_to_package_metadata(t
         assert _missing(_criterion(criterion_id).compute(data))["plug"] == "no framework registry is installed"
     licence = _criterion("licence").compute(data)
     assert _values(licence)["plug"] == [1.0]  # pluggy's metadata: MIT
-    assert licence.notes[("plug", ALL_WORKLOADS)] == "permissive, from the package metadata"
+    assert licence.notes[("plug", ALL_WORKLOADS)] == "permissive, from the package metadata of pluggy"
     assert "no framework registry is installed" in _missing(licence)["ghost"]
 
 
-def test_registry_entries_are_read_defensively(tmp_path: Path) -> None:
-    sparse = SimpleNamespace(id="pluggy-fw")  # an entry with none of the fields
-    data = _data(tmp_path, {"pluggy-fw": sparse})
-    assert _missing(_criterion("registry_algorithms").compute(data))["plug"] == "the registry entry has no algorithms"
-    assert _missing(_criterion("release_age").compute(data))["plug"] == "the registry entry has no latest_release"
-    # what the capabilities declare is known; the rest is unknown and left out of the share
-    features = _criterion("distributed_feature_coverage").compute(data)
-    assert _values(features)["plug"] == [1.0]
-    assert "unknown: GPU batch simulation" in features.notes[("plug", ALL_WORKLOADS)]
-
-
 def test_unknown_registry_facts_are_missing_with_the_reason(tmp_path: Path) -> None:
-    entry = SimpleNamespace(id="pluggy-fw", licence=fact("unknown"), algorithms=fact("unknown"))
+    unknown = {"value": "unknown", "complete": False, "evidence": (), "searched": "nowhere, on purpose"}
+    entry = entry_like("stable-baselines3", "pluggy-fw", licence=unknown, algorithms=unknown,
+                       latest_release=unknown)
     data = _data(tmp_path, {"pluggy-fw": entry})
     assert _missing(_criterion("registry_algorithms").compute(data))["plug"] == "the registry records algorithms as unknown"
+    assert _missing(_criterion("release_age").compute(data))["plug"] == "the registry records latest_release as unknown"
     licence = _criterion("licence").compute(data)  # unknown in the registry: the package metadata says MIT
     assert licence.labels[("plug", ALL_WORKLOADS)] == "MIT"
+
+
+def test_a_framework_that_never_released_has_no_release_age(tmp_path: Path) -> None:
+    entry = entry_like("stable-baselines3", "pluggy-fw", latest_release="none")
+    data = _data(tmp_path, {"pluggy-fw": entry})
+    assert _missing(_criterion("release_age").compute(data))["plug"] == "the framework has never made a release"
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -216,3 +293,29 @@ def test_unknown_registry_facts_are_missing_with_the_reason(tmp_path: Path) -> N
 ])
 def test_licence_classes(text: str, expected: tuple[str, float] | None) -> None:
     assert development.classify_licence(text) == expected
+
+
+def test_remeasure_measures_each_key_once_more_and_keeps_the_cache_fresh(tmp_path: Path) -> None:
+    cache_path = tmp_path / "cache.json"
+    calls: list[str] = []
+
+    def measure() -> int:
+        calls.append("measured")
+        return len(calls)
+
+    assert MeasurementCache(cache_path).get_or_compute("k", measure) == 1
+    assert MeasurementCache(cache_path).get_or_compute("k", measure) == 1  # warm: not measured again
+    refreshing = MeasurementCache(cache_path, refresh=True)
+    assert refreshing.get_or_compute("k", measure) == 2
+    assert refreshing.get_or_compute("k", measure) == 2  # once per scoring, not per criterion
+    assert MeasurementCache(cache_path).get_or_compute("k", measure) == 2
+    assert json.loads(cache_path.read_text()) == {"k": 2}
+
+
+def test_the_default_cache_lives_in_the_user_cache_not_beside_the_store(monkeypatch: pytest.MonkeyPatch,
+                                                                      tmp_path: Path) -> None:
+    monkeypatch.delenv("RLCOMPARE_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert MeasurementCache.default_path() == tmp_path / "xdg" / "rlcompare" / "measurements.json"
+    monkeypatch.setenv("RLCOMPARE_CACHE_DIR", str(tmp_path / "mine"))
+    assert MeasurementCache.default_path() == tmp_path / "mine" / "measurements.json"

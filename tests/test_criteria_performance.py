@@ -8,8 +8,8 @@ import pytest
 
 from rlcompare.criteria_api import Criterion, CriterionResult
 from rlcompare.plugins import build_plugin_manager
-from rlcompare.profiles import get_profile
 from rlcompare.scoring import ScoreMatrix, ScoringOptions, score_store
+from rlcompare.scoring.profiles import get_profile
 from rlcompare.store import Store
 from tests.test_criteria_support import TEST_BUILTINS, curve, run_record, workload_spec, write_store
 
@@ -107,7 +107,7 @@ def test_completion_rate_counts_failures_and_leaves_refusals_missing(matrix: Sco
 def test_pairs_without_a_finished_seed_are_missing_with_the_reason(matrix: ScoreMatrix) -> None:
     assert matrix.cell("throughput", "b", "pend").missing == "refused before running: algorithm SAC is not offered"
     timed_out = matrix.cell("final_return", "b", "lonely-w4")
-    assert timed_out.missing == "no seed finished (2 timeout): killed"
+    assert timed_out.missing == "no valid seed (2 timeout): killed"
     # a missing cell is never a zero: b's throughput aggregate is over cart alone
     assert matrix.aggregates[("throughput", "b")]["mean"].n == 3
 
@@ -118,7 +118,7 @@ def test_scaling_efficiency_pairs_workers_with_the_one_worker_baseline(matrix: S
     assert matrix.cell("scaling_efficiency", "a", "scale-w1") is None  # not applicable, not missing
     lonely = matrix.cell("scaling_efficiency", "a", "lonely-w4")
     assert lonely.missing.startswith("no 1-worker baseline (Other-v0, PPO, 1 envs per worker")
-    assert matrix.cell("scaling_efficiency", "b", "lonely-w4").missing.startswith("no seed finished")
+    assert matrix.cell("scaling_efficiency", "b", "lonely-w4").missing.startswith("no valid seed")
 
 
 def test_normalized_ratio_scores_are_relative_to_the_best_mean(matrix: ScoreMatrix) -> None:

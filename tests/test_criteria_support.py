@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rlcompare.records import RunRecord
 from rlcompare.store import Store
 
 BUILTINS_WITH_CRITERIA = ("criteria.performance", "criteria.development")
@@ -29,17 +30,17 @@ def workload_spec(workload_id: str, env: str = "CartPole-v1", algorithm: str = "
 def run_record(workload: dict[str, Any], adapter: str, seed: int, status: str = "ok", *,
                framework: str | None = None, final_return: float | None = None, throughput: float | None = None,
                startup: float | None = None, training: float | None = None, peak_rss: int | None = None,
-               error: str | None = None, finished_at: float = 1_700_000_000.0) -> dict[str, Any]:
+               error: str | None = None, finished_at: float = 1_700_000_000.0) -> RunRecord:
     digest = hashlib.sha256(json.dumps(workload, sort_keys=True).encode()).hexdigest()[:16]
-    return {
-        "run_id": f"{workload['id']}__{adapter}__s{seed}", "workload_id": workload["id"], "workload_digest": digest,
-        "adapter": adapter, "framework": framework or f"{adapter}-fw", "algorithm": workload["algorithm"],
-        "env_id": workload["env"], "seed": seed, "status": status, "error": error, "finished_at": finished_at,
-        "startup_seconds": startup, "training_seconds": training, "throughput": throughput,
-        "peak_rss_bytes": peak_rss, "final_return_mean": final_return if status == "ok" else None,
-        "success_threshold": workload.get("success_threshold"), "budget_env_steps": workload["env_steps"],
-        "env_steps": workload["env_steps"], "workload_json": workload,
-    }
+    return RunRecord(
+        run_id=f"{workload['id']}__{adapter}__s{seed}", workload_id=workload["id"], workload_digest=digest,
+        adapter=adapter, framework=framework or f"{adapter}-fw", algorithm=workload["algorithm"],
+        env_id=workload["env"], seed=seed, status=status, error=error, finished_at=finished_at,
+        startup_seconds=startup, training_seconds=training, throughput=throughput,
+        peak_rss_bytes=peak_rss, final_return_mean=final_return if status == "ok" else None,
+        success_threshold=workload.get("success_threshold"), budget_env_steps=workload["env_steps"],
+        env_steps=workload["env_steps"], workload_json=workload,
+    )
 
 
 def curve(points: Sequence[tuple[int, float, float]]) -> list[dict[str, Any]]:
@@ -48,7 +49,7 @@ def curve(points: Sequence[tuple[int, float, float]]) -> list[dict[str, Any]]:
             for steps, seconds, value in points]
 
 
-def write_store(path: Path, runs: Sequence[tuple[dict[str, Any], list[dict[str, Any]]]]) -> Path:
+def write_store(path: Path, runs: Sequence[tuple[RunRecord, list[dict[str, Any]]]]) -> Path:
     with Store(path) as store:
         for run, points in runs:
             store.save_run(run, points)

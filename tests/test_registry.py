@@ -433,7 +433,10 @@ def test_a_duplicate_framework_id_is_reported(tmp_path: Path, monkeypatch: pytes
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     plugins = build_plugin_manager(builtins=(*WITH_REGISTRY, "dupfw_plugin"), autoload=False)
-    assert any("already registered by 'rlcompare.builtin_frameworks'" in str(error) for error in plugins.errors)
+    first = load_builtin_entries()[0].id
+    assert any(f"framework id {first!r} is registered by both 'rlcompare.builtin_frameworks'" in str(error)
+               and "'dupfw_plugin'" in str(error) for error in plugins.errors)
+    assert first not in plugins.frameworks  # neither contender keeps it
 
 
 # -- filtering -------------------------------------------------------------------------------------

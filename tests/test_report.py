@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from rlcompare.cli import main
-from rlcompare.stats import mean_with_ci
+from rlcompare.scoring.bootstrap import mean_interval as mean_with_ci
 
 
 def test_run_then_report_markdown(fake_plugin: Path, tiny_workload: Path, tmp_path: Path) -> None:
@@ -22,7 +22,7 @@ def test_run_then_report_markdown(fake_plugin: Path, tiny_workload: Path, tmp_pa
     assert "| 2/2 |" in fake_row
     assert "(n=2)" in fake_row
     assert "`tiny__raising__s0`: failed: RuntimeError: boom from the raising adapter" in text
-    assert "**Fidelity of `fake`**" in text and "unsupported" in text
+    assert "**Fidelity of `fake`**" in text and "approximate" in text
     assert "## Hosts" in text
     assert "| `fakefw` | (not in the registry) |" in text  # the registry table covers every framework
 

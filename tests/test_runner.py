@@ -145,4 +145,4 @@ def test_killed_worker_is_stored_as_failed_without_losing_others(
         summary = runner.run(_plan(tiny_workload, ["sleepy", "fake"], seeds=1))
     statuses = {o.run_id: o.status for o in summary.outcomes}
     assert statuses == {"tiny__sleepy__s0": "failed", "tiny__fake__s0": "ok"}
-    assert "no result" in summary.outcomes[0].record["error"]
+    assert "no result" in summary.outcomes[0].record.error

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlcompare.criteria_api import Criterion, CriterionResult, ScoringData
-from rlcompare.profiles import WeightProfile
-from rlcompare.scoring import ScoringOptions, aggregate_estimates, normalize, score
+from rlcompare.scoring import ScoringOptions, normalize, score
+from rlcompare.scoring.profiles import WeightProfile
 
 ONLY = WeightProfile("test", "every criterion alike", {"performance": 1.0, "development": 1.0})
 
@@ -53,23 +53,6 @@ def synthetic(criteria: Sequence[Criterion], profile: WeightProfile = ONLY, **op
 
 
 # -- agreement with rliable ------------------------------------------------------------------------
-
-
-def test_iqm_mean_median_and_intervals_agree_with_rliable() -> None:
-    from rliable import metrics
-
-    rng = np.random.default_rng(3)
-    score_dict = {"x": rng.normal(1.0, 0.5, size=(10, 6)), "y": rng.gamma(2.0, size=(10, 6))}
-    ours = aggregate_estimates(score_dict, reps=1000, seed=11)
-    for name, func in (("iqm", metrics.aggregate_iqm), ("mean", metrics.aggregate_mean),
-                       ("median", metrics.aggregate_median)):
-        points, intervals = rliable_intervals(score_dict, lambda s, f=func: np.array([f(s)]), reps=1000, seed=11)
-        for key in score_dict:
-            estimate = ours[key][name]
-            assert estimate.point == pytest.approx(points[key][0], abs=1e-12)
-            assert estimate.low == pytest.approx(intervals[key][0][0], abs=1e-12)
-            assert estimate.high == pytest.approx(intervals[key][1][0], abs=1e-12)
-            assert estimate.n == 10
 
 
 def test_engine_iqm_matches_rliable_on_the_normalized_matrix() -> None:
@@ -136,7 +119,7 @@ def test_share_and_half_life_normalizations() -> None:
 # -- overall score, ranks, stability ----------------------------------------------------------------
 
 
-def test_overall_score_is_the_weighted_mean_and_missing_criteria_renormalize() -> None:
+def test_overall_score_is_the_weighted_mean_and_an_adapter_without_performance_data_ranks_last() -> None:
     perf = criterion("p", [("a", "w", 0, 0.8), ("b", "w", 0, 0.4)])
     dev = criterion("d", [("a", "*", 0, 0.2), ("b", "*", 0, 1.0), ("c", "*", 0, 0.6)], category="development")
     profile = WeightProfile("x", "", {"performance": 0.75, "development": 0.25})
@@ -144,11 +127,13 @@ def test_overall_score_is_the_weighted_mean_and_missing_criteria_renormalize() -
     assert result.weights == {"d": 0.25, "p": 0.75}
     assert result.overall["a"].score.point == pytest.approx(0.75 * 0.8 + 0.25 * 0.2)
     assert result.overall["b"].score.point == pytest.approx(0.75 * 0.4 + 0.25 * 1.0)
-    # c has no performance data: its score is over what it has, and says how much weight that was
+    # c ran no workload: its score is over what it has and says how much weight that was, but a
+    # higher score over less data never lifts it above adapters with valid results on more workloads
     assert result.overall["c"].score.point == pytest.approx(0.6)
     assert result.overall["c"].weight_coverage == pytest.approx(0.25)
     assert result.overall["c"].missing_criteria == ["p"]
-    assert [result.overall[a].rank for a in "abc"] == [1, 3, 2]
+    assert [result.overall[a].valid_workloads for a in "abc"] == [2, 2, 1]
+    assert [result.overall[a].rank for a in "abc"] == [1, 2, 3]
 
 
 def test_a_category_without_data_passes_its_weight_to_the_other() -> None:
@@ -177,15 +162,27 @@ def test_overall_interval_contains_the_point_and_reflects_seed_spread() -> None:
     assert b.low == b.point == b.high == pytest.approx(0.5)
 
 
-def test_probability_of_improvement_and_performance_profiles() -> None:
+def test_probability_of_improvement_comes_with_its_interval() -> None:
     rows = [("a", "w", s, 0.9 + s / 100) for s in range(5)] + [("b", "w", s, 0.1 + s / 100) for s in range(5)]
     rows += [("c", "w", s, 0.1 + s / 100) for s in range(5)]
     result = synthetic([criterion("p", rows)])
-    pairs = {(p["x"], p["y"]): p["p"] for p in result.improvement["p"]}
-    assert pairs[("a", "b")] == 1.0 and pairs[("b", "c")] == 0.5
+    pairs = {(p["x"], p["y"]): p for p in result.improvement["p"]}
+    assert pairs[("a", "b")]["p"] == 1.0 and (pairs[("a", "b")]["low"], pairs[("a", "b")]["high"]) == (1.0, 1.0)
+    assert pairs[("b", "c")]["p"] == 0.5 and pairs[("b", "c")]["low"] < 0.5 < pairs[("b", "c")]["high"]
+
+
+def test_performance_profiles_of_return_normalized_criteria_come_with_bands() -> None:
+    # return normalization without thresholds or curves: (v - lowest) / (highest - lowest) per workload
+    rows = [("a", "w", s, v) for s, v in enumerate([1.0, 0.8, 0.9, 1.0])]
+    rows += [("b", "w", s, v) for s, v in enumerate([0.0, 0.2, 0.4, 0.6])]
+    result = synthetic([criterion("p", rows, normalization="return"), criterion("q", rows)])
+    assert "q" not in result.performance_profiles  # share-normalized: no profile
     profile = result.performance_profiles["p"]
     assert profile["taus"][0] == 0.0 and profile["taus"][-1] == 1.0
-    assert profile["adapters"]["a"][0] == 1.0 and profile["adapters"]["b"][10] == 0.0  # tau 0.5
+    a, b = profile["adapters"]["a"], profile["adapters"]["b"]
+    tau = profile["taus"].index(0.5)
+    assert a["point"][tau] == 1.0 and b["point"][tau] == 0.25  # b's 0.6 is the only one above 0.5
+    assert b["low"][tau] == 0.0 and b["high"][tau] >= 0.5
 
 
 def test_scoring_is_reproducible() -> None:

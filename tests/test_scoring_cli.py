@@ -14,8 +14,8 @@ import pytest
 from rlcompare import score_cli
 from rlcompare.errors import RLCompareError, UnknownNameError, UsageError
 from rlcompare.plugins import Plugins, build_plugin_manager
-from rlcompare.profiles import BUILTIN_PROFILES, get_profile, load_weights_file
 from rlcompare.scoring import ScoringOptions, score_store
+from rlcompare.scoring.profiles import BUILTIN_PROFILES, get_profile, load_weights_file
 from rlcompare.store import Store
 from tests.test_criteria_support import TEST_BUILTINS, curve, run_record, workload_spec, write_store
 
@@ -73,7 +73,9 @@ def test_score_json_has_cells_scores_and_ranks(store: Path, capsys: pytest.Captu
     assert status == 0
     assert data["profile"]["name"] == "performance"
     ranks = {a["adapter"]: a["rank"] for a in data["adapters"]}
-    assert ranks == {"alpha": 2, "beta": 1}
+    # beta is faster on cart but was refused pend: ranked on fewer workloads, it cannot rank first
+    assert ranks == {"alpha": 1, "beta": 2}
+    assert {a["adapter"]: a["valid_workloads"] for a in data["adapters"]} == {"alpha": 2, "beta": 1}
     refused = [c for c in data["cells"] if c["adapter"] == "beta" and c["workload"] == "pend"]
     assert refused and all(c["point"] is None and c["missing"].startswith("refused") for c in refused)
     criteria = {c["id"]: c for c in data["criteria"]}
@@ -198,4 +200,4 @@ def test_listing_criteria_imports_no_rl_library() -> None:
                           cwd=Path(__file__).resolve().parents[1], env={"RLCOMPARE_DISABLE_PLUGIN_AUTOLOAD": "1",
                                                                          "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "21 []"
+    assert done.stdout.strip() == "22 []"
