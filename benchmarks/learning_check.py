@@ -1,7 +1,7 @@
 """Learning check (not part of CI): every adapter trains CartPole-v1 PPO with the same canonical
 settings, 3 seeds x 100k env steps, and the harness's final evaluation returns are printed.
 
-    python benchmarks/learning_check.py [--adapters sb3,rllib,tianshou] [--seeds 3] [--steps 100000]
+    python benchmarks/learning_check.py [--adapters sb3,rllib,tianshou,torchrl,skrl] [--seeds 3] [--steps 100000]
                                         [--jobs 2] [--store learning_check.db]
 
 Each adapter should reach >= 450 with equivalent settings; one that does not points at an unfair
@@ -31,7 +31,7 @@ GOAL = 450.0
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--adapters", default="sb3,rllib,tianshou")
+    parser.add_argument("--adapters", default="sb3,rllib,tianshou,torchrl,skrl")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=100_000)
     parser.add_argument("--jobs", type=int, default=2)

@@ -90,7 +90,22 @@ def direct_tianshou(workload: Any) -> float:
     return float(train_direct(workload, 0))
 
 
-DIRECT = {"sb3": direct_sb3, "rllib": direct_rllib, "tianshou": direct_tianshou}
+def direct_torchrl(workload: Any) -> float:
+    """TorchRL called directly through the adapter's own builder, without rlcompare's context."""
+    from adapters.torchrl import train_direct
+
+    return float(train_direct(workload, 0))
+
+
+def direct_skrl(workload: Any) -> float:
+    """skrl called directly through the adapter's own builder, without rlcompare's context."""
+    from adapters.skrl import train_direct
+
+    return float(train_direct(workload, 0))
+
+
+DIRECT = {"sb3": direct_sb3, "rllib": direct_rllib, "tianshou": direct_tianshou, "torchrl": direct_torchrl,
+          "skrl": direct_skrl}
 
 
 def run_direct(adapter: str, steps: int) -> float:

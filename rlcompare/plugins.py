@@ -30,6 +30,8 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "adapters.sb3",
     "adapters.tianshou",
     "adapters.rllib",
+    "adapters.torchrl",
+    "adapters.skrl",
     "criteria.performance",
     "criteria.development",
 )

@@ -18,6 +18,6 @@ def test_mapping_doc_covers_every_adapter_and_algorithm() -> None:
     text = render()
     for algorithm in ("PPO", "A2C", "DQN", "SAC"):
         assert f"## {algorithm} " in text
-    for adapter in ("`sb3`", "`rllib`", "`tianshou`"):
+    for adapter in ("`sb3`", "`rllib`", "`tianshou`", "`torchrl`", "`skrl`"):
         assert adapter in text
     assert "`rllib` refuses A2C" in text

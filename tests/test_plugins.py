@@ -44,7 +44,7 @@ def test_autoload_can_be_disabled() -> None:
         env={"PYTHONPATH": _with_path(GOOD_PLUGINS), "RLCOMPARE_DISABLE_PLUGIN_AUTOLOAD": "1"},
     )
     assert result.returncode == 0, result.stderr
-    assert [row["id"] for row in json.loads(result.stdout)] == ["rllib", "sb3", "tianshou"]
+    assert [row["id"] for row in json.loads(result.stdout)] == ["rllib", "sb3", "skrl", "tianshou", "torchrl"]
 
 
 def test_plugin_that_fails_to_import_is_reported_and_skipped() -> None:
@@ -101,8 +101,8 @@ def test_listing_imports_no_rl_library(kind: str) -> None:
     code = (
         "import sys\nfrom rlcompare.cli import main\n"
         f"status = main(['list', {kind!r}, '--json'])\n"
-        "heavy = sorted(m for m in ('torch', 'ray', 'stable_baselines3', 'tianshou', 'gymnasium', 'jax', 'tensorflow')"
-        " if m in sys.modules)\n"
+        "heavy = sorted(m for m in ('torch', 'ray', 'stable_baselines3', 'tianshou', 'torchrl', 'tensordict', 'skrl',"
+        " 'gymnasium', 'jax', 'tensorflow') if m in sys.modules)\n"
         "print('HEAVY', heavy)\nsys.exit(status)\n"
     )
     import subprocess

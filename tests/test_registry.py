@@ -581,8 +581,8 @@ def test_listing_frameworks_imports_no_rl_library_nor_pandas() -> None:
         "p = argparse.ArgumentParser(); add_commands(p.add_subparsers(dest='command'))\n"
         "for argv in (['frameworks', '--json'], ['show', 'framework', 'rllib']):\n"
         "    a = p.parse_args(argv); assert COMMANDS[a.command](a) == 0\n"
-        "heavy = sorted(m for m in ('torch', 'ray', 'stable_baselines3', 'tianshou', 'gymnasium', 'jax',"
-        " 'tensorflow', 'pandas') if m in sys.modules)\n"
+        "heavy = sorted(m for m in ('torch', 'ray', 'stable_baselines3', 'tianshou', 'torchrl', 'skrl', 'gymnasium',"
+        " 'jax', 'tensorflow', 'pandas') if m in sys.modules)\n"
         "print('HEAVY', heavy, file=sys.stderr)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)

@@ -193,7 +193,8 @@ def test_listing_criteria_imports_no_rl_library() -> None:
         plugins = build_plugin_manager(builtins=(*BUILTIN_PLUGINS, "criteria.performance", "criteria.development"))
         assert not [e for e in plugins.errors if e.plugin.startswith("criteria")], plugins.errors
         rows = [(c.id, c.unit, c.direction) for c in plugins.criteria.values()]
-        heavy = sorted(m for m in ("torch", "ray", "stable_baselines3", "tianshou", "rliable", "pandas") if m in sys.modules)
+        heavy = sorted(m for m in ("torch", "ray", "stable_baselines3", "tianshou", "torchrl", "skrl", "rliable",
+                                   "pandas") if m in sys.modules)
         print(len(rows), heavy)
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,

@@ -1,0 +1,660 @@
+"""skrl adapter: PPO, A2C, DQN (discrete actions) and SAC (continuous actions) with skrl's torch
+agents, memories, mixin models and ``SequentialTrainer``.
+
+Environments: one environment is wrapped on its own (skrl's trainer resets it when an episode ends,
+so the last observation of every episode is the real one); several are a Gymnasium vector env in
+same-step autoreset mode, wrapped by skrl's Gymnasium wrapper (``wrap_env``). skrl's wrapper relies
+on the vector env's autoreset and never reads ``final_obs``; in Gymnasium 1.x's default next-step
+mode every episode end would add a step that ignores the action, which skrl would record as a
+transition and count as an env step. Same-step mode keeps every recorded step a real one; the
+observation recorded after a truncation is then the next episode's first (approximate bootstrapping,
+said in the fidelity report).
+
+Parallelism: ``workers == 1`` steps ``envs_per_worker`` environments in-process (SyncVectorEnv);
+``workers > 1`` uses Gymnasium's AsyncVectorEnv, one subprocess per environment, which is what skrl
+offers for CPU environments (its own ``ParallelTrainer`` runs several agents, not rollout workers).
+skrl has no asynchronous sampling: ``mode = "async"`` is refused.
+
+The harness hooks in through the agent's ``post_interaction``, which skrl calls after every vector
+step: after every update period (a rollout for PPO/A2C, ``update_interval`` for DQN, a step for SAC)
+``context.checkpoint`` runs there with skrl's own step count (timestep x number of envs).
+The same builder serves :func:`train_direct`, the un-instrumented baseline of
+``benchmarks/overhead.py``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rlcompare.adapter import Adapter, Capabilities, Fidelity, FidelityEntry, TrainingResult
+from rlcompare.fidelity import Judge, Setting, entry, map_settings, only_if
+from rlcompare.hookspecs import hookimpl
+from rlcompare.workload import Workload
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from rlcompare.context import TrainingContext
+
+ON_POLICY = ("PPO", "A2C")
+ACTION_SPACES = {"PPO": frozenset({"discrete", "continuous"}), "A2C": frozenset({"discrete", "continuous"}),
+                 "DQN": frozenset({"discrete"}), "SAC": frozenset({"continuous"})}
+ACTIVATIONS = {"tanh": "Tanh", "relu": "ReLU"}
+
+
+# -------------------------------------------------------------------------------------------------
+# the mapping table: skrl counts in vector steps ("timesteps"), the canonical settings in env steps
+# -------------------------------------------------------------------------------------------------
+
+
+def _n_envs(workload: Workload) -> int:
+    return workload.parallelism.total_envs
+
+
+def _per_vector_step(value: int, workload: Workload) -> int:
+    return value // _n_envs(workload)
+
+
+def _ceil_per_vector_step(value: int, workload: Workload) -> int:
+    return math.ceil(value / _n_envs(workload))
+
+
+def _whole_vector_steps(what: str) -> Judge:
+    def judge(value: int, workload: Workload) -> tuple[Fidelity, str]:
+        n_envs = _n_envs(workload)
+        if value % n_envs == 0:
+            return Fidelity.EXACT, f"{what}; skrl counts vector steps of {n_envs} envs"
+        return Fidelity.APPROXIMATE, f"{what}; rounded to whole vector steps of {n_envs} envs"
+
+    return judge
+
+
+def _minibatches(value: int, workload: Workload) -> int:
+    rollout = workload.hyperparameters.rollout_steps * _n_envs(workload)  # type: ignore[union-attr]
+    return max(1, round(rollout / value))
+
+
+def _judge_minibatches(value: int, workload: Workload) -> tuple[Fidelity, str]:
+    rollout = workload.hyperparameters.rollout_steps * _n_envs(workload)  # type: ignore[union-attr]
+    if rollout % value == 0:
+        return Fidelity.EXACT, f"skrl takes a number of minibatches: {rollout} / {value}"
+    return Fidelity.APPROXIMATE, (f"skrl takes a number of minibatches: {rollout} / {value} rounded to "
+                                  f"{_minibatches(value, workload)} (np.array_split sizes)")
+
+
+def _ppo_advantages(value: bool, _: Workload) -> tuple[Fidelity, str]:
+    if value:
+        return Fidelity.APPROXIMATE, "skrl normalizes advantages once over the whole rollout, not per minibatch"
+    return Fidelity.UNSUPPORTED, "skrl's PPO always normalizes advantages"
+
+
+def _a2c_advantages(value: bool, _: Workload) -> tuple[Fidelity, str]:
+    if value:
+        return Fidelity.EXACT, "over the whole rollout, which is A2C's one minibatch"
+    return Fidelity.UNSUPPORTED, "skrl's A2C always normalizes advantages"
+
+
+def _updates_between_syncs(value: int, workload: Workload) -> int:
+    # skrl's DQN counts target_update_interval in gradient updates, the canonical setting in env steps
+    hp = workload.hyperparameters
+    return max(1, round(value * hp.gradient_steps / hp.train_every))  # type: ignore[union-attr]
+
+
+def _judge_target_sync(value: int, workload: Workload) -> tuple[Fidelity, str]:
+    hp = workload.hyperparameters
+    updates = value * hp.gradient_steps / hp.train_every  # type: ignore[union-attr]
+    note = ("converted to gradient updates (x gradient_steps / train_every), hard copy (polyak=1); skrl "
+            "counts from the first update, so it syncs at learning_starts + k x interval env steps")
+    whole = updates == int(updates) and updates >= 1 and hp.train_every % _n_envs(workload) == 0  # type: ignore[union-attr]
+    in_phase = hp.learning_starts % value == 0  # type: ignore[union-attr]
+    if whole and in_phase:
+        return Fidelity.EXACT, note
+    return Fidelity.APPROXIMATE, note + ("" if whole else "; rounded") + ("" if in_phase else "; out of phase")
+
+
+def _sac_gradient_steps(value: int, workload: Workload) -> int:
+    # skrl's SAC updates after every vector step: spread the canonical update rate over vector steps
+    return max(1, round(value * _n_envs(workload) / workload.hyperparameters.train_every))  # type: ignore[union-attr]
+
+
+def _judge_sac_rate(value: int, workload: Workload) -> tuple[Fidelity, str]:
+    hp = workload.hyperparameters
+    rate = hp.gradient_steps * _n_envs(workload) / hp.train_every  # type: ignore[union-attr]
+    if hp.train_every == _n_envs(workload):  # type: ignore[union-attr]
+        return Fidelity.EXACT, "skrl's SAC updates after every vector step"
+    return Fidelity.APPROXIMATE, (f"skrl's SAC updates after every vector step ({_n_envs(workload)} env steps): "
+                                  f"{rate:g} gradient steps per vector step rounded to "
+                                  f"{max(1, round(rate))}")
+
+
+def _entropy(value: float | str, _: Workload) -> dict[str, Any]:
+    if value == "auto":
+        return {"learn_entropy": True, "initial_entropy_value": 1.0, "target_entropy": None}
+    return {"learn_entropy": False, "initial_entropy_value": float(value)}
+
+
+def _one_memory_size(value: int, workload: Workload) -> int:
+    return math.ceil(value / _n_envs(workload))
+
+
+_ON_POLICY_COMMON = [
+    Setting("learning_rate", "learning_rate",
+            note="one Adam for policy and value (PyTorch's eps 1e-8; SB3 uses 1e-5)"),
+    Setting("gamma", "discount_factor"),
+    Setting("gae_lambda", "gae_lambda"),
+    Setting("rollout_steps", "rollouts", note="vector steps per update: per environment, as canonical"),
+    Setting("entropy_coef", "entropy_loss_scale"),
+    Setting("max_grad_norm", "grad_norm_clip", note="one global norm over policy and value"),
+]
+_OFF_POLICY_COMMON = [
+    Setting("gamma", "discount_factor"),
+    Setting("buffer_size", "memory.memory_size", convert=_one_memory_size,
+            judge=_whole_vector_steps("RandomMemory rows of one transition per env")),
+    Setting("learning_starts", "learning_starts", convert=_per_vector_step,
+            judge=_whole_vector_steps("also random_timesteps: uniform random actions until then")),
+    Setting("minibatch_size", "batch_size", note="uniform sampling with replacement, as SB3"),
+]
+
+SETTINGS: dict[str, list[Setting]] = {
+    "PPO": [
+        *_ON_POLICY_COMMON,
+        Setting("clip_range", "ratio_clip", note="value_clip=0: no value clipping"),
+        Setting("minibatch_size", "mini_batches", convert=_minibatches, judge=_judge_minibatches),
+        Setting("epochs", "learning_epochs"),
+        Setting("value_coef", "value_loss_scale"),
+        Setting("normalize_advantage", None, judge=_ppo_advantages),
+    ],
+    "A2C": [
+        *_ON_POLICY_COMMON,
+        Setting("optimizer", None, judge=only_if("adam", "skrl's A2C always builds Adam")),
+        Setting("value_coef", None, judge=only_if(1.0, "skrl's A2C adds the value loss unweighted (coefficient 1)")),
+        Setting("normalize_advantage", None, judge=_a2c_advantages),
+    ],
+    "DQN": [
+        Setting("learning_rate", "learning_rate", note="Adam, PyTorch's defaults otherwise"),
+        *_OFF_POLICY_COMMON,
+        Setting("train_every", "update_interval", convert=_per_vector_step,
+                judge=_whole_vector_steps("vector steps between updates")),
+        Setting("gradient_steps", "gradient_steps"),
+        Setting("target_update_interval", "target_update_interval", convert=_updates_between_syncs,
+                judge=_judge_target_sync),
+        Setting("exploration_initial_eps", "exploration_scheduler",
+                note="linear in vector steps from initial to final over fraction x budget, then flat"),
+        Setting("exploration_final_eps", "exploration_scheduler"),
+        Setting("exploration_fraction", "exploration_scheduler"),
+        Setting("max_grad_norm", None, judge=lambda _v, _w: (Fidelity.UNSUPPORTED,
+                                                              "skrl's DQN does not clip gradients")),
+        Setting("double_q", "agent", convert=lambda value, _: "DDQN" if value else "DQN",
+                note="skrl.agents.torch.ddqn.DDQN for double-Q targets"),
+    ],
+    "SAC": [
+        Setting("learning_rate", "learning_rate", convert=lambda value, _: [value, value, value],
+                note="the same rate for policy, critics and entropy coefficient"),
+        *_OFF_POLICY_COMMON,
+        Setting("tau", "polyak", note="Polyak update after every gradient step"),
+        Setting("train_every", None, judge=_judge_sac_rate),
+        Setting("gradient_steps", "gradient_steps", convert=_sac_gradient_steps, judge=_judge_sac_rate),
+        Setting("entropy_coef", "entropy", convert=_entropy,
+                note="'auto': learned, initial value 1.0 as SB3, target entropy -dim(A)"),
+    ],
+}
+
+
+# -------------------------------------------------------------------------------------------------
+# the adapter
+# -------------------------------------------------------------------------------------------------
+
+
+class SkrlAdapter(Adapter):
+    id = "skrl"
+    framework = "skrl"
+    summary = "skrl: PPO, A2C, DQN (discrete), SAC (continuous); SequentialTrainer on Gymnasium vector envs"
+    import_name = "skrl"
+    distributions = ("skrl", "torch")
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(
+            algorithms=frozenset(SETTINGS),
+            action_spaces=frozenset({"discrete", "continuous"}),
+            vectorized_envs=True,
+            rollout_workers=True,
+            modes=frozenset({"sync"}),
+            algorithm_action_spaces=dict(ACTION_SPACES),
+        )
+
+    # -- translation -------------------------------------------------------------------------------
+
+    def native_config(self, workload: Workload) -> tuple[dict[str, Any], list[FidelityEntry]]:
+        """skrl's agent configuration (``cfg``), the memory, models and env settings, and the
+        fidelity entries."""
+        flat, entries = map_settings(workload, SETTINGS[workload.algorithm])
+        algorithm = workload.algorithm
+        agent = flat.pop("agent", algorithm)
+        cfg: dict[str, Any] = {}
+        memory: dict[str, Any] = {"class": "RandomMemory"}
+        for name, value in flat.items():
+            if name == "memory.memory_size":
+                memory["memory_size"] = value
+            elif name == "entropy":
+                cfg.update(value)
+            elif name == "exploration_scheduler":
+                continue  # built from the three canonical settings in build()
+            else:
+                cfg[name] = value
+        fixed, fixed_note, fixed_status = _fixed_choices(algorithm)
+        cfg.update(fixed)
+        if algorithm in ON_POLICY:
+            memory.update(memory_size=cfg["rollouts"], replacement=False)
+        else:
+            memory["replacement"] = True
+            cfg["random_timesteps"] = cfg["learning_starts"]
+        if algorithm == "DQN":
+            hp = workload.hyperparameters
+            cfg["exploration"] = {
+                "initial_eps": hp.exploration_initial_eps, "final_eps": hp.exploration_final_eps,  # type: ignore[union-attr]
+                "fraction": hp.exploration_fraction,  # type: ignore[union-attr]
+            }
+        entries.insert(0, entry("algorithm", algorithm, fixed_status, f"skrl.agents.torch.{agent}",
+                                fixed, fixed_note))
+        net = workload.network
+        hidden = list(net.hidden_sizes)
+        activation = f"torch.nn.{ACTIVATIONS[net.activation]}"
+        layout = _network_layout(algorithm, hidden)
+        models = {"hidden_sizes": hidden, "activation": activation, "layout": layout}
+        entries.append(entry("network.hidden_sizes", hidden, Fidelity.EXACT, "models", layout,
+                             "separate networks, no shared layers; PyTorch's default weight initialisation"))
+        entries.append(entry("network.activation", net.activation, Fidelity.EXACT, "models.activation", activation))
+        env, env_entries = _parallelism(workload)
+        entries.extend(env_entries)
+        config = {"agent": agent, "cfg": cfg, "memory": memory, "models": models, "env": env,
+                  "trainer": {"class": "SequentialTrainer", "timesteps": math.ceil(workload.env_steps / env["n_envs"])}}
+        return config, entries
+
+    def fidelity(self, workload: Workload) -> list[FidelityEntry]:
+        return self.native_config(workload)[1]
+
+    # -- training ----------------------------------------------------------------------------------
+
+    def train(self, workload: Workload, context: TrainingContext) -> TrainingResult:
+        config, _ = self.native_config(workload)
+        factories = [context.env_factory(slot) for slot in range(workload.parallelism.total_envs)]
+        setup = build(workload, config, factories, context.seed)
+        policy = setup.policy_fn(context.deterministic)
+
+        def after_update(framework_steps: int) -> None:
+            context.checkpoint(policy, framework_steps)
+
+        context.start_training()
+        try:
+            context.checkpoint(policy, 0)
+            setup.run(after_update)
+        finally:
+            context.stop_training()
+            setup.close()
+        return TrainingResult(policy=policy, framework_env_steps=setup.env_steps, native_config=setup.native)
+
+
+@hookimpl
+def rlcompare_register_adapters(register: Any) -> None:
+    register.add_adapter(SkrlAdapter)
+
+
+def _fixed_choices(algorithm: str) -> tuple[dict[str, Any], str, Fidelity]:
+    """skrl settings with no canonical counterpart, pinned to the canonical (SB3-style) semantics where
+    skrl can; the status says whether the algorithm itself matches."""
+    off = {"experiment": {"write_interval": 0, "checkpoint_interval": 0}}
+    if algorithm == "PPO":
+        return ({**off, "value_clip": 0.0, "kl_threshold": 0.0, "time_limit_bootstrap": True},
+                "clipped surrogate, no value clipping, no KL early stop; truncated episodes bootstrap from "
+                "the value of the observation after the step", Fidelity.EXACT)
+    if algorithm == "A2C":
+        return ({**off, "mini_batches": 1, "time_limit_bootstrap": True},
+                "one full-batch gradient step per rollout; truncated episodes bootstrap", Fidelity.EXACT)
+    if algorithm == "DQN":
+        return ({**off, "polyak": 1.0},
+                "MSE TD loss (SB3 and Nature DQN use Huber); hard target copies", Fidelity.APPROXIMATE)
+    return ({**off, "grad_norm_clip": 0.0},
+            "two critics with Polyak targets; skrl's Gaussian policy: tanh-bounded mean scaled to the action "
+            "bounds, state-independent log-std, samples clipped to the bounds, log-probability of the "
+            "unsquashed Gaussian (SB3 squashes samples with tanh and corrects the log-probability)",
+            Fidelity.APPROXIMATE)
+
+
+def _network_layout(algorithm: str, hidden: list[int]) -> dict[str, list[int]]:
+    if algorithm in ON_POLICY:
+        return {"policy": hidden, "value": hidden}
+    if algorithm == "SAC":
+        return {"policy": hidden, "critic_1": hidden, "critic_2": hidden}
+    return {"q_network": hidden}
+
+
+def _parallelism(workload: Workload) -> tuple[dict[str, Any], list[FidelityEntry]]:
+    par = workload.parallelism
+    n_envs = par.total_envs
+    truncation_note = ("same-step autoreset: after a truncation skrl sees the next episode's first observation, "
+                       "so bootstrapping uses that one")
+    if par.workers == 1:
+        if n_envs == 1:
+            env = {"class": "gymnasium.Env", "wrapper": "gymnasium", "n_envs": 1}
+            env_entries = [
+                entry("parallelism.envs_per_worker", 1, Fidelity.EXACT, "wrap_env(env)", 1,
+                      "one environment, reset by skrl's trainer at every episode end"),
+                entry("parallelism.workers", 1, Fidelity.EXACT, "SequentialTrainer", 1, "in the training process"),
+            ]
+        else:
+            env = {"class": "gymnasium.vector.SyncVectorEnv", "autoreset_mode": "same-step", "wrapper": "gymnasium",
+                   "n_envs": n_envs}
+            env_entries = [
+                entry("parallelism.envs_per_worker", par.envs_per_worker, Fidelity.EXACT, "SyncVectorEnv", n_envs,
+                      f"stepped sequentially in the training process; {truncation_note}"),
+                entry("parallelism.workers", 1, Fidelity.EXACT, "SequentialTrainer", 1, "in the training process"),
+            ]
+    else:
+        status = Fidelity.EXACT if par.envs_per_worker == 1 else Fidelity.APPROXIMATE
+        env = {"class": "gymnasium.vector.AsyncVectorEnv", "autoreset_mode": "same-step", "wrapper": "gymnasium",
+               "n_envs": n_envs}
+        env_entries = [
+            entry("parallelism.envs_per_worker", par.envs_per_worker, status, "AsyncVectorEnv", 1,
+                  f"AsyncVectorEnv runs one environment per process; {truncation_note}"),
+            entry("parallelism.workers", par.workers, status, "AsyncVectorEnv(env_fns)", n_envs,
+                  f"{n_envs} subprocesses; the policy acts in the training process"),
+        ]
+    env_entries.append(entry("parallelism.mode", par.mode, Fidelity.EXACT, "SequentialTrainer", "sync"))
+    return env, env_entries
+
+
+# -------------------------------------------------------------------------------------------------
+# the builder, shared by the adapter and the overhead benchmark's direct baseline
+# -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SkrlSetup:
+    """Everything built for one run; :meth:`run` trains, :attr:`env_steps` is skrl's own count."""
+
+    workload: Workload
+    agent: Any
+    env: Any
+    trainer_cfg: dict[str, Any]
+    n_envs: int
+    native: dict[str, Any] = field(default_factory=dict)
+    timesteps_done: int = 0
+
+    @property
+    def env_steps(self) -> int:
+        """Env steps as skrl counts them: vector steps (timesteps) done x number of envs."""
+        return self.timesteps_done * self.n_envs
+
+    @property
+    def update_period(self) -> int:
+        """Vector steps between two updates: a rollout (PPO, A2C), ``update_interval`` (DQN), one (SAC)."""
+        cfg = self.agent.cfg
+        return int(getattr(cfg, "rollouts", None) or getattr(cfg, "update_interval", 1))
+
+    def run(self, after_update: Callable[[int], None] | None = None) -> None:
+        """Train for the workload's budget; ``after_update(steps)`` runs after every update period
+        (and after the last vector step)."""
+        from skrl.trainers.torch import SequentialTrainer
+
+        setup = self
+        agent = self.agent
+        original = agent.post_interaction
+        period = self.update_period
+
+        def post_interaction(*, timestep: int, timesteps: int) -> None:
+            original(timestep=timestep, timesteps=timesteps)
+            setup.timesteps_done = timestep + 1
+            if after_update is not None and (setup.timesteps_done % period == 0 or setup.timesteps_done == timesteps):
+                after_update(setup.env_steps)
+
+        agent.post_interaction = post_interaction  # skrl's own hook point, called by the trainer
+        trainer = SequentialTrainer(env=self.env, agents=agent, cfg=dict(self.trainer_cfg))
+        trainer.train()
+
+    def policy_fn(self, deterministic: bool) -> Callable[[np.ndarray], np.ndarray]:
+        """A batch-observations -> batch-actions numpy callable over the live models."""
+        import gymnasium
+        import numpy as np
+        import torch
+
+        agent = self.agent
+        algorithm = self.workload.algorithm
+        space = self.env.action_space
+        model = agent.models["q_network" if algorithm == "DQN" else "policy"]
+        discrete = isinstance(space, gymnasium.spaces.Discrete)
+
+        def act(observations: np.ndarray) -> np.ndarray:
+            inputs = {"observations": torch.as_tensor(np.asarray(observations), dtype=torch.float32).reshape(
+                len(observations), -1), "states": None}
+            with torch.no_grad():
+                if algorithm == "DQN":
+                    actions = torch.argmax(model.act(inputs, role="q_network")[0], dim=1)
+                    if not deterministic:
+                        # epsilon-greedy at the current training epsilon (what SB3's DQN.predict does)
+                        epsilon = agent.cfg.exploration_scheduler(self.timesteps_done, 1)
+                        explore = torch.rand(actions.shape[0]) < epsilon
+                        actions[explore] = torch.randint(int(space.n), (int(explore.sum()),))
+                    return actions.numpy()
+                sampled, outputs = model.act(inputs, role="policy")
+                if discrete:
+                    chosen = torch.argmax(outputs["net_output"], dim=-1) if deterministic else sampled.reshape(-1)
+                    return chosen.numpy()
+                chosen = outputs["mean_actions"] if deterministic else sampled
+                return np.clip(chosen.numpy(), space.low, space.high)
+
+        return act
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def build(workload: Workload, config: dict[str, Any], env_fns: Sequence[Callable[[], Any]], seed: int) -> SkrlSetup:
+    """Build the wrapped env, models, memory and agent for ``workload`` as ``config`` says."""
+    import gymnasium
+    from skrl.envs.wrappers.torch import wrap_env
+    from skrl.memories.torch import RandomMemory
+    from skrl.utils import set_seed
+
+    set_seed(seed)  # random, numpy, torch and skrl's env-reset key (env i gets seed + i)
+    env_config = config["env"]
+    fns = list(env_fns)
+    space = _action_space(fns[0])
+    if isinstance(space, gymnasium.spaces.Box) and workload.algorithm in ON_POLICY:
+        fns = [ClippedActions(fn) for fn in fns]  # Gaussian samples clipped to the bounds, as SB3 does
+    if env_config["n_envs"] == 1:
+        raw = fns[0]()
+    else:
+        vector_class = (gymnasium.vector.SyncVectorEnv if env_config["class"].endswith("SyncVectorEnv")
+                        else gymnasium.vector.AsyncVectorEnv)
+        raw = vector_class(fns, autoreset_mode=gymnasium.vector.AutoresetMode.SAME_STEP)
+    env = wrap_env(raw, wrapper="gymnasium", verbose=False)
+    device = env.device
+    models = _build_models(workload, env, device)
+    memory_config = dict(config["memory"])
+    memory_config.pop("class")
+    memory = RandomMemory(num_envs=env.num_envs, device=device, **memory_config)
+    cfg = dict(config["cfg"])
+    agent_class, cfg_class = _agent_classes(config["agent"])
+    exploration = cfg.pop("exploration", None)
+    if exploration is not None:
+        cfg["exploration_scheduler"] = LinearEpsilon(
+            exploration["initial_eps"], exploration["final_eps"],
+            exploration["fraction"] * workload.env_steps / env.num_envs)
+    agent = agent_class(models=models, memory=memory, cfg=cfg_class(**cfg), observation_space=env.observation_space,
+                        state_space=env.state_space, action_space=env.action_space, device=device)
+    trainer_cfg = {"timesteps": config["trainer"]["timesteps"], "headless": True, "disable_progressbar": True,
+                   "close_environment_at_exit": False}
+    native = {
+        "agent": f"skrl.agents.torch.{config['agent']}", "cfg": _plain(cfg), "memory": config["memory"],
+        "models": config["models"], "env": env_config, "trainer": {"class": "SequentialTrainer", **trainer_cfg},
+    }
+    return SkrlSetup(workload, agent, env, trainer_cfg, env.num_envs, native)
+
+
+def _action_space(env_fn: Callable[[], Any]) -> Any:
+    """The action space of the environments ``env_fn`` builds, from an uncounted copy."""
+    from rlcompare.envs import make_env
+
+    env = make_env(env_fn.env_id, env_fn.env_kwargs) if hasattr(env_fn, "env_id") else env_fn()
+    try:
+        return env.action_space
+    finally:
+        env.close()
+
+
+@dataclass(frozen=True)
+class ClippedActions:
+    """A picklable env factory whose environment clips continuous actions to the action bounds."""
+
+    env_fn: Callable[[], Any]
+
+    def __call__(self, *_: Any, **__: Any) -> Any:
+        import gymnasium
+
+        return gymnasium.wrappers.ClipAction(self.env_fn())
+
+
+@dataclass(frozen=True)
+class LinearEpsilon:
+    """skrl's ``exploration_scheduler(timestep, timesteps)``: SB3's linear schedule, in vector steps."""
+
+    initial: float
+    final: float
+    decay_timesteps: float
+
+    def __call__(self, timestep: int, _timesteps: int = 0) -> float:
+        if timestep >= self.decay_timesteps:
+            return self.final
+        return self.initial + (self.final - self.initial) * timestep / self.decay_timesteps
+
+
+def _agent_classes(name: str) -> tuple[type, type]:
+    if name == "PPO":
+        from skrl.agents.torch.ppo import PPO, PPO_CFG
+
+        return PPO, PPO_CFG
+    if name == "A2C":
+        from skrl.agents.torch.a2c import A2C, A2C_CFG
+
+        return A2C, A2C_CFG
+    if name == "DQN":
+        from skrl.agents.torch.dqn import DQN, DQN_CFG
+
+        return DQN, DQN_CFG
+    if name == "DDQN":
+        from skrl.agents.torch.ddqn import DDQN, DDQN_CFG
+
+        return DDQN, DDQN_CFG
+    from skrl.agents.torch.sac import SAC, SAC_CFG
+
+    return SAC, SAC_CFG
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value if value is None or isinstance(value, (bool, int, float, str)) else repr(value)
+
+
+def _build_models(workload: Workload, env: Any, device: Any) -> dict[str, Any]:
+    """skrl models (mixins over ``skrl.models.torch.Model``) shaped as the workload's network says."""
+    import gymnasium
+    import torch
+    from skrl.models.torch import CategoricalMixin, DeterministicMixin, GaussianMixin, Model
+
+    hidden = list(workload.network.hidden_sizes)
+    activation = getattr(torch.nn, ACTIVATIONS[workload.network.activation])
+
+    def mlp(inputs: int, outputs: int, squash: bool = False) -> torch.nn.Sequential:
+        layers: list[torch.nn.Module] = []
+        for width in hidden:
+            layers += [torch.nn.Linear(inputs, width), activation()]
+            inputs = width
+        layers.append(torch.nn.Linear(inputs, outputs))
+        if squash:
+            layers.append(torch.nn.Tanh())
+        return torch.nn.Sequential(*layers)
+
+    spaces = {"observation_space": env.observation_space, "state_space": env.state_space,
+              "action_space": env.action_space, "device": device}
+
+    class CategoricalPolicy(CategoricalMixin, Model):
+        def __init__(self) -> None:
+            Model.__init__(self, **spaces)
+            CategoricalMixin.__init__(self, unnormalized_log_prob=True)
+            self.net = mlp(self.num_observations, self.num_actions)
+
+        def compute(self, inputs: dict[str, Any], role: str = "") -> tuple[Any, dict[str, Any]]:
+            return self.net(inputs["observations"]), {}
+
+    class GaussianPolicy(GaussianMixin, Model):
+        """SB3's PPO/A2C shape (unbounded mean, state-independent log-std from 0) or, for SAC, skrl's
+        examples' shape (mean bounded by tanh and scaled to the action bounds)."""
+
+        def __init__(self, bounded: bool) -> None:
+            Model.__init__(self, **spaces)
+            GaussianMixin.__init__(self, clip_actions=bounded, clip_log_std=True, min_log_std=-20, max_log_std=2)
+            self.net = mlp(self.num_observations, self.num_actions, squash=bounded)
+            self.log_std_parameter = torch.nn.Parameter(torch.zeros(self.num_actions))
+            self.bounded = bounded
+            if bounded:
+                space = env.action_space
+                self.register_buffer("scale", torch.as_tensor((space.high - space.low) / 2, dtype=torch.float32))
+                self.register_buffer("center", torch.as_tensor((space.high + space.low) / 2, dtype=torch.float32))
+
+        def compute(self, inputs: dict[str, Any], role: str = "") -> tuple[Any, dict[str, Any]]:
+            mean = self.net(inputs["observations"])
+            if self.bounded:
+                mean = self.center + self.scale * mean
+            return mean, {"log_std": self.log_std_parameter}
+
+    class Value(DeterministicMixin, Model):
+        def __init__(self, outputs: int, with_actions: bool) -> None:
+            Model.__init__(self, **spaces)
+            DeterministicMixin.__init__(self)
+            self.with_actions = with_actions
+            self.net = mlp(self.num_observations + (self.num_actions if with_actions else 0), outputs)
+
+        def compute(self, inputs: dict[str, Any], role: str = "") -> tuple[Any, dict[str, Any]]:
+            x = inputs["observations"]
+            if self.with_actions:
+                x = torch.cat([x, inputs["taken_actions"]], dim=1)
+            return self.net(x), {}
+
+    discrete = isinstance(env.action_space, gymnasium.spaces.Discrete)
+    algorithm = workload.algorithm
+    if algorithm in ON_POLICY:
+        policy = CategoricalPolicy() if discrete else GaussianPolicy(bounded=False)
+        return {"policy": policy, "value": Value(1, with_actions=False)}
+    if algorithm == "DQN":
+        n_actions = int(env.action_space.n)
+        return {"q_network": Value(n_actions, with_actions=False),
+                "target_q_network": Value(n_actions, with_actions=False)}
+    return {"policy": GaussianPolicy(bounded=True), "critic_1": Value(1, True), "critic_2": Value(1, True),
+            "target_critic_1": Value(1, True), "target_critic_2": Value(1, True)}
+
+
+def train_direct(workload: Workload, seed: int = 0) -> float:
+    """skrl alone with the adapter's configuration: no harness context, no counting wrapper, no
+    evaluation. Returns the seconds in ``trainer.train()`` (building excluded); pins torch's threads
+    as the harness does. For ``benchmarks/overhead.py``."""
+    import torch
+
+    from rlcompare.envs import EnvFactory
+
+    config, _ = SkrlAdapter().native_config(workload)
+    factories = [EnvFactory(workload.env, dict(workload.env_kwargs)) for _ in range(workload.parallelism.total_envs)]
+    setup = build(workload, config, factories, seed)
+    torch.set_num_threads(workload.parallelism.threads_per_worker)
+    started = time.perf_counter()
+    try:
+        setup.run()
+        return time.perf_counter() - started
+    finally:
+        setup.close()

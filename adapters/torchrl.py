@@ -1,0 +1,719 @@
+"""TorchRL adapter: PPO, A2C, DQN (discrete actions) and SAC (continuous actions) built from TorchRL's
+own pieces (``GymWrapper`` / ``SerialEnv`` environments, collectors, replay buffers, ``ClipPPOLoss``,
+``A2CLoss``, ``DQNLoss``, ``SACLoss``, ``GAE``, target updaters, ``EGreedyModule``), in the training
+loop TorchRL's own examples (``sota-implementations``) write: iterate the collector, compute, update,
+``collector.update_policy_weights_()``.
+
+Parallelism maps to TorchRL's collectors: ``workers == 1`` collects in the training process with
+``Collector`` over a ``SerialEnv`` of ``envs_per_worker`` environments (one environment: the
+``GymWrapper`` itself); ``workers > 1`` uses ``MultiSyncCollector``, one process per worker, each
+running its own copy of the policy over its own ``SerialEnv`` (TorchRL's rollout workers);
+``mode = "async"`` uses ``MultiAsyncCollector``, whose workers keep collecting while the learner
+trains. Asynchronous collection is offered for DQN and SAC only: PPO and A2C are on-policy and
+TorchRL's losses for them have no correction for batches collected by an older policy.
+
+The same builder serves :func:`train_direct`, the un-instrumented baseline of
+``benchmarks/overhead.py``, so both train the identical configuration.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rlcompare.adapter import Adapter, Capabilities, Fidelity, FidelityEntry, TrainingResult
+from rlcompare.errors import IncompatibleError
+from rlcompare.fidelity import Setting, entry, map_settings
+from rlcompare.hookspecs import hookimpl
+from rlcompare.workload import Workload
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from rlcompare.context import TrainingContext
+
+ON_POLICY = ("PPO", "A2C")
+ACTION_SPACES = {"PPO": frozenset({"discrete", "continuous"}), "A2C": frozenset({"discrete", "continuous"}),
+                 "DQN": frozenset({"discrete"}), "SAC": frozenset({"continuous"})}
+ACTIVATIONS = {"tanh": "Tanh", "relu": "ReLU"}
+#: Native-name prefixes that name a component built from keyword arguments.
+COMPONENTS = ("collector", "loss", "optim", "GAE", "replay_buffer", "EGreedyModule", "SoftUpdate")
+#: Adam/RMSprop epsilon of the on-policy optimizers: SB3's and CleanRL's (TorchRL's own PPO scripts use it too).
+ON_POLICY_OPTIM_EPS = 1e-5
+
+
+# -------------------------------------------------------------------------------------------------
+# the mapping table
+# -------------------------------------------------------------------------------------------------
+
+
+def _n_envs(workload: Workload) -> int:
+    return workload.parallelism.total_envs
+
+
+def _batch_frames(value: int, workload: Workload) -> int:
+    """Frames per collector batch for an off-policy update period of ``value`` env steps: whole
+    steps of every env, and in async mode the share of one worker."""
+    par = workload.parallelism
+    if par.mode == "async":
+        return par.envs_per_worker * max(1, value // par.total_envs)
+    return par.total_envs * max(1, value // par.total_envs)
+
+
+def _judge_batch(value: int, workload: Workload) -> tuple[Fidelity, str]:
+    par = workload.parallelism
+    note = f"frames_per_batch {_batch_frames(value, workload)}"
+    if par.mode == "async":
+        note += (f" per worker ({par.workers} workers deliver in turn); gradient_steps run for every "
+                 f"{value} env steps received")
+    else:
+        note += f" ({par.total_envs} envs x {max(1, value // par.total_envs)} steps), then gradient_steps updates"
+    if value % par.total_envs == 0:
+        return Fidelity.EXACT, note
+    return Fidelity.APPROXIMATE, note + f"; rounded to whole vector steps of {par.total_envs} envs"
+
+
+def _judge_minibatch(value: int, workload: Workload) -> tuple[Fidelity, str]:
+    rollout = workload.hyperparameters.rollout_steps * _n_envs(workload)  # type: ignore[union-attr]
+    note = "TensorDictReplayBuffer over the rollout, SamplerWithoutReplacement"
+    if rollout % value == 0:
+        return Fidelity.EXACT, note
+    return Fidelity.APPROXIMATE, note + f"; the rollout of {rollout} is not a multiple of {value}: the last, short minibatch of each epoch is dropped"
+
+
+def _judge_learning_starts(value: int, workload: Workload) -> tuple[Fidelity, str]:
+    batch = _batch_frames(workload.hyperparameters.train_every, workload)  # type: ignore[union-attr]
+    note = "uniform random actions (RandomPolicy) for the first init_random_frames, no updates before"
+    if value % batch == 0:
+        return Fidelity.EXACT, note
+    return Fidelity.APPROXIMATE, note + f"; TorchRL rounds it up to a multiple of frames_per_batch ({batch})"
+
+
+def _judge_target_sync(value: int, workload: Workload) -> tuple[Fidelity, str]:
+    batch = _batch_frames(workload.hyperparameters.train_every, workload)  # type: ignore[union-attr]
+    note = ("HardUpdate stepped when the env-step count crosses a multiple of the interval, checked after "
+            "each collector batch (before its gradient steps), as SB3 syncs between env steps")
+    if value % batch == 0 or workload.parallelism.total_envs == 1:
+        return Fidelity.EXACT, note
+    return Fidelity.APPROXIMATE, note + f"; batches of {batch} frames"
+
+
+def _a2c_advantages(value: bool, _: Workload) -> tuple[Fidelity, str]:
+    if value:
+        return Fidelity.UNSUPPORTED, "TorchRL's A2CLoss has no advantage normalization"
+    return Fidelity.EXACT, ""
+
+
+def _alpha(value: float | str, _: Workload) -> dict[str, Any]:
+    if value == "auto":
+        return {"alpha_init": 1.0, "fixed_alpha": False, "target_entropy": "auto"}
+    return {"alpha_init": float(value), "fixed_alpha": True}
+
+
+_ON_POLICY_COMMON = [
+    Setting("gamma", "GAE.gamma"),
+    Setting("gae_lambda", "GAE.lmbda"),
+    Setting("rollout_steps", "collector.frames_per_batch", convert=lambda value, w: value * _n_envs(w),
+            note="frames_per_batch = rollout_steps x envs, so each env steps rollout_steps times"),
+    Setting("entropy_coef", "loss.entropy_coeff", note="entropy_bonus on when the coefficient is positive"),
+    Setting("value_coef", "loss.critic_coeff", note="loss_critic_type='l2' (MSE, as SB3)"),
+    Setting("max_grad_norm", "clip_grad_norm_", note="one global norm over actor and critic"),
+]
+_OFF_POLICY_COMMON = [
+    Setting("learning_rate", "optim.lr", note="Adam, PyTorch's defaults otherwise"),
+    Setting("gamma", "loss.value_estimator.gamma", note="TD(0) targets"),
+    Setting("buffer_size", "replay_buffer.storage.max_size", note="LazyTensorStorage, uniform sampling with replacement"),
+    Setting("learning_starts", "collector.init_random_frames", judge=_judge_learning_starts),
+    Setting("minibatch_size", "replay_buffer.batch_size"),
+    Setting("train_every", "collector.frames_per_batch", convert=_batch_frames, judge=_judge_batch),
+    Setting("gradient_steps", "gradient_steps", note="optimizer steps per train_every env steps"),
+]
+
+SETTINGS: dict[str, list[Setting]] = {
+    "PPO": [
+        Setting("learning_rate", "optim.lr", note=f"Adam(eps={ON_POLICY_OPTIM_EPS}) as in SB3 and TorchRL's PPO scripts"),
+        *_ON_POLICY_COMMON,
+        Setting("clip_range", "loss.clip_epsilon", note="ClipPPOLoss, no value clipping"),
+        Setting("minibatch_size", "replay_buffer.batch_size", judge=_judge_minibatch),
+        Setting("epochs", "epochs", note="passes over the rollout, as TorchRL's PPO scripts loop"),
+        Setting("normalize_advantage", "loss.normalize_advantage", note="per minibatch, as canonical"),
+    ],
+    "A2C": [
+        Setting("learning_rate", "optim.lr"),
+        Setting("optimizer", "optim.class", convert=lambda value, _: {"adam": "Adam", "rmsprop": "RMSprop"}[value],
+                note=f"torch.optim Adam(eps={ON_POLICY_OPTIM_EPS}) or RMSprop(alpha=0.99, eps={ON_POLICY_OPTIM_EPS}) "
+                     "as in SB3; one full-batch gradient step per rollout"),
+        *_ON_POLICY_COMMON,
+        Setting("normalize_advantage", None, judge=_a2c_advantages),
+    ],
+    "DQN": [
+        *_OFF_POLICY_COMMON,
+        Setting("target_update_interval", "HardUpdate", judge=_judge_target_sync, note="env steps"),
+        Setting("exploration_initial_eps", "EGreedyModule.eps_init"),
+        Setting("exploration_final_eps", "EGreedyModule.eps_end"),
+        Setting("exploration_fraction", "EGreedyModule.annealing_num_steps",
+                convert=lambda value, w: max(1, int(value * w.env_steps)),
+                note="linear over env steps: EGreedyModule.step(frames) after every batch"),
+        Setting("max_grad_norm", "clip_grad_norm_", note="global norm over the Q-network"),
+        Setting("double_q", "loss.double_dqn"),
+    ],
+    "SAC": [
+        *_OFF_POLICY_COMMON,
+        Setting("tau", "SoftUpdate.tau", note="Polyak update after every gradient step"),
+        Setting("entropy_coef", "loss.alpha", convert=_alpha,
+                note="'auto': learned alpha from 1.0 (as SB3), target entropy -dim(A)"),
+    ],
+}
+
+
+# -------------------------------------------------------------------------------------------------
+# the adapter
+# -------------------------------------------------------------------------------------------------
+
+
+class TorchRLAdapter(Adapter):
+    id = "torchrl"
+    framework = "torchrl"
+    summary = ("TorchRL: PPO, A2C, DQN (discrete), SAC (continuous); Collector / MultiSyncCollector / "
+               "MultiAsyncCollector over SerialEnv")
+    import_name = "torchrl"
+    distributions = ("torchrl", "tensordict", "torch")
+    install_requires = ("torchrl", "torch")
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(
+            algorithms=frozenset(SETTINGS),
+            action_spaces=frozenset({"discrete", "continuous"}),
+            vectorized_envs=True,
+            rollout_workers=True,
+            modes=frozenset({"sync", "async"}),
+            algorithm_action_spaces=dict(ACTION_SPACES),
+        )
+
+    def check_compatible(self, workload: Workload, action_space: str | None) -> None:
+        super().check_compatible(workload, action_space)
+        if workload.parallelism.mode == "async" and workload.algorithm in ON_POLICY:
+            raise IncompatibleError(
+                f"adapter {self.id!r} cannot run workload {workload.id!r}: asynchronous collection "
+                f"(MultiAsyncCollector) is offered for the off-policy DQN and SAC only; {workload.algorithm} is "
+                "on-policy and TorchRL's loss has no correction for batches from an older policy")
+
+    # -- translation -------------------------------------------------------------------------------
+
+    def native_config(self, workload: Workload) -> tuple[dict[str, dict[str, Any]], list[FidelityEntry]]:
+        """Native settings grouped by component (collector, loss, optim, ...) and the fidelity entries."""
+        flat, entries = map_settings(workload, SETTINGS[workload.algorithm])
+        config: dict[str, dict[str, Any]] = {"collector": {}, "loss": {}, "optim": {}, "schedule": {}}
+        for name, value in flat.items():
+            component, _, keyword = name.partition(".")
+            if name == "loss.alpha":
+                config["loss"].update(value)
+            elif name == "loss.value_estimator.gamma":
+                config["value_estimator"] = {"gamma": value}
+            elif name == "replay_buffer.storage.max_size":
+                config.setdefault("replay_buffer", {})["max_size"] = value
+            elif keyword and component in COMPONENTS:
+                config.setdefault(component, {})[keyword] = value
+            else:  # loop-level settings: epochs, gradient_steps, clip_grad_norm_, HardUpdate
+                config["schedule"][name] = value
+        algorithm = workload.algorithm
+        hp = workload.hyperparameters
+        if algorithm in ON_POLICY:
+            config["optim"].setdefault("class", "Adam")
+            config["optim"]["eps"] = ON_POLICY_OPTIM_EPS
+            if config["optim"]["class"] == "RMSprop":
+                config["optim"]["alpha"] = 0.99
+            config["loss"].update(entropy_bonus=hp.entropy_coef > 0, loss_critic_type="l2")  # type: ignore[union-attr]
+            if algorithm == "A2C":
+                config["schedule"]["epochs"] = 1
+        else:
+            config["schedule"]["target_update_interval"] = getattr(hp, "target_update_interval", None)
+            config["schedule"]["train_every"] = hp.train_every  # type: ignore[union-attr]
+        fixed, fixed_note, fixed_status = _fixed_choices(algorithm)
+        config["loss"].update(fixed)
+        loss_class = {"PPO": "ClipPPOLoss", "A2C": "A2CLoss", "DQN": "DQNLoss", "SAC": "SACLoss"}[algorithm]
+        config["loss"]["class"] = loss_class
+        entries.insert(0, entry("algorithm", algorithm, fixed_status, f"torchrl.objectives.{loss_class}", fixed,
+                                fixed_note))
+        net = workload.network
+        hidden = list(net.hidden_sizes)
+        activation = f"torch.nn.{ACTIVATIONS[net.activation]}"
+        layout = _network_layout(algorithm, hidden)
+        config["network"] = {"hidden_sizes": hidden, "activation": activation, "layout": layout}
+        entries.append(entry("network.hidden_sizes", hidden, Fidelity.EXACT, "MLP(num_cells)", layout,
+                             _network_note(algorithm)))
+        entries.append(entry("network.activation", net.activation, Fidelity.EXACT, "MLP(activation_class)",
+                             activation))
+        envs, env_entries = _parallelism(workload)
+        config["envs"] = envs
+        entries.extend(env_entries)
+        batch = config["collector"]["frames_per_batch"]
+        config["collector"]["total_frames"] = batch * math.ceil(workload.env_steps / batch)
+        return config, entries
+
+    def fidelity(self, workload: Workload) -> list[FidelityEntry]:
+        return self.native_config(workload)[1]
+
+    # -- training ----------------------------------------------------------------------------------
+
+    def train(self, workload: Workload, context: TrainingContext) -> TrainingResult:
+        config, _ = self.native_config(workload)
+        factories = [context.env_factory(slot) for slot in range(workload.parallelism.total_envs)]
+        setup = build(workload, config, factories, context.seed)
+        policy = setup.policy_fn(context.deterministic)
+
+        def after_batch(framework_steps: int) -> None:
+            context.checkpoint(policy, framework_steps)
+
+        context.start_training()
+        try:
+            context.checkpoint(policy, 0)
+            setup.run(after_batch)
+        finally:
+            context.stop_training()
+            setup.close()
+        return TrainingResult(policy=policy, framework_env_steps=setup.env_steps, native_config=setup.native)
+
+
+@hookimpl
+def rlcompare_register_adapters(register: Any) -> None:
+    register.add_adapter(TorchRLAdapter)
+
+
+def _fixed_choices(algorithm: str) -> tuple[dict[str, Any], str, Fidelity]:
+    """TorchRL keywords with no canonical counterpart, pinned to the canonical (SB3-style) semantics."""
+    if algorithm == "PPO":
+        return ({"clip_value": None},
+                "clipped surrogate, no value clipping; GAE computed once per rollout, before the epochs, as SB3 "
+                "(TorchRL's PPO scripts recompute it every epoch); truncated episodes bootstrap from their last "
+                "observation", Fidelity.EXACT)
+    if algorithm == "A2C":
+        return ({}, "one full-batch gradient step per rollout; GAE bootstraps truncated episodes", Fidelity.EXACT)
+    if algorithm == "DQN":
+        return ({"loss_function": "smooth_l1", "delay_value": True},
+                "Huber TD loss (delta 1) as in Nature DQN and SB3; 1-step targets", Fidelity.EXACT)
+    return ({"num_qvalue_nets": 2, "loss_function": "l2", "delay_qvalue": True},
+            "two critics with Polyak targets, TanhNormal actor (loc and softplus scale from the network, as "
+            "TorchRL's SAC scripts); actor, critic and alpha losses from one forward and stepped together "
+            "(SB3 steps alpha, then critics, then actor)", Fidelity.EXACT)
+
+
+def _network_layout(algorithm: str, hidden: list[int]) -> dict[str, list[int]]:
+    if algorithm in ON_POLICY:
+        return {"actor": hidden, "critic": hidden}
+    if algorithm == "SAC":
+        return {"actor": hidden, "qvalue (x2)": hidden}
+    return {"q": hidden}
+
+
+def _network_note(algorithm: str) -> str:
+    if algorithm == "DQN":
+        return "one Q-network and its target copy; PyTorch's default weight initialisation"
+    note = "separate networks, no shared layers; PyTorch's default weight initialisation"
+    if algorithm in ON_POLICY:
+        note += (" (SB3 uses orthogonal initialisation for PPO/A2C); continuous actions: Gaussian with a "
+                 "state-independent log-std from 0, samples clipped to the bounds by the environment, as SB3")
+    return note
+
+
+def _parallelism(workload: Workload) -> tuple[dict[str, Any], list[FidelityEntry]]:
+    par = workload.parallelism
+    per_worker = "GymWrapper" if par.envs_per_worker == 1 else f"SerialEnv({par.envs_per_worker})"
+    if par.workers == 1 and par.mode == "sync":
+        envs = {"collector": "Collector", "workers": 1, "env": per_worker}
+        entries = [
+            entry("parallelism.envs_per_worker", par.envs_per_worker, Fidelity.EXACT, per_worker, par.envs_per_worker,
+                  "stepped sequentially in the training process"),
+            entry("parallelism.workers", 1, Fidelity.EXACT, "Collector", 1, "collects in the training process"),
+            entry("parallelism.mode", "sync", Fidelity.EXACT, "Collector", "sync"),
+        ]
+        return envs, entries
+    collector = "MultiSyncCollector" if par.mode == "sync" else "MultiAsyncCollector"
+    envs = {"collector": collector, "workers": par.workers, "env": per_worker,
+            "num_sub_threads": par.threads_per_worker}
+    entries = [
+        entry("parallelism.envs_per_worker", par.envs_per_worker, Fidelity.EXACT, per_worker, par.envs_per_worker,
+              "in each worker process"),
+        entry("parallelism.workers", par.workers, Fidelity.EXACT, f"{collector}(create_env_fn)", par.workers,
+              "one process per worker, each acting with its own copy of the policy; weights sent after every "
+              "update (update_policy_weights_)"),
+        entry("parallelism.mode", par.mode, Fidelity.EXACT, collector, par.mode,
+              "workers keep collecting while the learner trains" if par.mode == "async" else
+              "workers wait between batches"),
+    ]
+    return envs, entries
+
+
+# -------------------------------------------------------------------------------------------------
+# environments: picklable makers, so MultiSyncCollector / MultiAsyncCollector can send them to workers
+# -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class GymMaker:
+    """Harness environments as TorchRL ``GymWrapper``s (integer actions for Discrete spaces): calling
+    it with ``index=i`` wraps the i-th; one callable for all, so ``SerialEnv`` sees a single task."""
+
+    env_fns: tuple[Callable[[], Any], ...]
+    clip_actions: bool = False
+
+    def __call__(self, index: int = 0) -> Any:
+        import gymnasium
+        from torchrl.envs import GymWrapper
+
+        env = self.env_fns[index]()
+        if self.clip_actions:
+            env = gymnasium.wrappers.ClipAction(env)
+        return GymWrapper(env, categorical_action_encoding=True)
+
+
+@dataclass(frozen=True, eq=False)
+class WorkerEnvMaker:
+    """The environments of one worker: the ``GymWrapper`` itself, or a ``SerialEnv`` of several."""
+
+    maker: GymMaker
+
+    def __call__(self) -> Any:
+        from torchrl.envs import SerialEnv
+
+        count = len(self.maker.env_fns)
+        if count == 1:
+            return self.maker()
+        return SerialEnv(count, self.maker, create_env_kwargs=[{"index": i} for i in range(count)])
+
+
+# -------------------------------------------------------------------------------------------------
+# the builder, shared by the adapter and the overhead benchmark's direct baseline
+# -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TorchRLSetup:
+    """Everything built for one run; :meth:`run` trains, :attr:`env_steps` is TorchRL's own count."""
+
+    workload: Workload
+    config: dict[str, dict[str, Any]]
+    collector: Any
+    actor: Any
+    loss: Any
+    optimizer: Any
+    parameters: list[Any]
+    extras: dict[str, Any]
+    native: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def env_steps(self) -> int:
+        """Env steps as TorchRL counts them: the frames its collector delivered (the collector's own
+        counter, which its ``state_dict()["frames"]`` reports; read directly, as that call would query
+        every worker process)."""
+        return int(self.collector._frames)
+
+    def run(self, after_batch: Callable[[int], None] | None = None) -> None:
+        """Train for the workload's budget; ``after_batch(steps)`` runs after every batch's update."""
+        if self.workload.algorithm in ON_POLICY:
+            self._run_on_policy(after_batch)
+        else:
+            self._run_off_policy(after_batch)
+
+    def _step(self, loss: Any, max_grad_norm: float | None) -> None:
+        import torch
+
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if max_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(self.parameters, max_grad_norm)
+        self.optimizer.step()
+
+    def _run_on_policy(self, after_batch: Callable[[int], None] | None) -> None:
+        import torch
+
+        hp = self.workload.hyperparameters
+        advantage = self.extras["advantage"]
+        buffer = self.extras.get("buffer")
+        epochs = self.config["schedule"].get("epochs", 1)
+        for data in self.collector:
+            with torch.no_grad():
+                data = advantage(data)
+            flat = data.reshape(-1)
+            if buffer is None:  # A2C: one full-batch gradient step
+                self._step(_total(self.loss(flat)), hp.max_grad_norm)
+            else:
+                buffer.empty()
+                buffer.extend(flat)
+                for _ in range(epochs * (len(flat) // buffer.batch_size)):  # drop_last: whole minibatches
+                    self._step(_total(self.loss(buffer.sample())), hp.max_grad_norm)
+            self.collector.update_policy_weights_()
+            if after_batch is not None:
+                after_batch(self.env_steps)
+
+    def _run_off_policy(self, after_batch: Callable[[int], None] | None) -> None:
+        hp = self.workload.hyperparameters
+        buffer = self.extras["buffer"]
+        target_updater = self.extras["target_updater"]
+        greedy = self.extras.get("greedy")
+        schedule = self.config["schedule"]
+        learning_starts = self.config["collector"].get("init_random_frames", 0)
+        train_every = schedule["train_every"]
+        sync_interval = schedule.get("target_update_interval")
+        max_grad_norm = getattr(hp, "max_grad_norm", None)
+        steps = periods_done = 0
+        for data in self.collector:
+            frames = data.numel()
+            previous, steps = steps, steps + frames
+            buffer.extend(data.reshape(-1))
+            if greedy is not None:
+                greedy.step(frames)  # linear epsilon over env steps
+            if sync_interval is not None and steps // sync_interval > previous // sync_interval:
+                target_updater.step()  # hard copy: the env-step count crossed a multiple of the interval
+            periods = steps // train_every
+            if steps >= learning_starts:
+                # gradient_steps for every train_every env steps received (several per batch in async mode)
+                for _ in range((periods - periods_done) * hp.gradient_steps):
+                    self._step(_total(self.loss(buffer.sample())), max_grad_norm)
+                    if sync_interval is None:
+                        target_updater.step()  # SAC: Polyak after every gradient step
+            periods_done = periods
+            self.collector.update_policy_weights_()
+            if after_batch is not None:
+                after_batch(self.env_steps)
+
+    def policy_fn(self, deterministic: bool) -> Callable[[np.ndarray], np.ndarray]:
+        """A batch-observations -> batch-actions numpy callable over the live actor."""
+        import numpy as np
+        import torch
+        from tensordict import TensorDict
+        from torchrl.envs.utils import ExplorationType, set_exploration_type
+
+        actor = self.actor if deterministic or "explorer" not in self.extras else self.extras["explorer"]
+        mode = ExplorationType.DETERMINISTIC if deterministic else ExplorationType.RANDOM
+        bounds = self.extras.get("bounds")
+
+        def act(observations: np.ndarray) -> np.ndarray:
+            obs = torch.as_tensor(np.asarray(observations), dtype=torch.float32)
+            batch = TensorDict({"observation": obs}, batch_size=[obs.shape[0]])
+            with torch.no_grad(), set_exploration_type(mode):
+                actions = actor(batch)["action"].numpy()
+            if bounds is not None:
+                actions = np.clip(actions, bounds[0], bounds[1])
+            return actions
+
+        return act
+
+    def close(self) -> None:
+        self.collector.shutdown()
+
+
+def _total(losses: Any) -> Any:
+    """The sum of the ``loss`` / ``loss_*`` entries of a TorchRL loss output (how TorchRL's scripts
+    combine them)."""
+    return sum(value for key, value in losses.items() if key == "loss" or key.startswith("loss_"))
+
+
+def build(workload: Workload, config: dict[str, dict[str, Any]], env_fns: Sequence[Callable[[], Any]],
+          seed: int) -> TorchRLSetup:
+    """Build environments, networks, loss, optimizer, replay buffer and collector for ``workload``."""
+    import gymnasium
+    import numpy as np
+    import torch
+    from torchrl.collectors import Collector, MultiAsyncCollector, MultiSyncCollector
+
+    from rlcompare.envs import make_env
+
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    par = workload.parallelism
+    probe = make_env(workload.env, workload.env_kwargs)
+    observation_space, action_space = probe.observation_space, probe.action_space
+    probe.close()
+    continuous = isinstance(action_space, gymnasium.spaces.Box)
+    clip = continuous and workload.algorithm in ON_POLICY
+    fns = list(env_fns)
+    worker_makers = [WorkerEnvMaker(GymMaker(tuple(fns[w * par.envs_per_worker:(w + 1) * par.envs_per_worker]), clip))
+                     for w in range(par.workers)]
+    spec_env = GymMaker((_Uncounted(workload.env, dict(workload.env_kwargs)),), clip)()
+    action_spec = spec_env.action_spec
+    spec_env.close()
+
+    modules = _build_modules(workload, config, observation_space, action_space, action_spec)
+    # plain feed-forward policies need no InitTracker / recurrent-state transforms: opt out of the
+    # automatic registration explicitly (TorchRL 0.14 warns when the choice is left open)
+    collector_kwargs = {**config["collector"], "auto_register_policy_transforms": False}
+    envs = config["envs"]
+    if envs["collector"] == "Collector":
+        collector = Collector(worker_makers[0](), modules["collect_policy"], **collector_kwargs)
+    else:
+        if envs["collector"] == "MultiSyncCollector":
+            collector_class: Any = MultiSyncCollector
+            collector_kwargs["cat_results"] = "stack"
+        else:  # every worker delivers frames_per_batch on its own: the configured batch is one worker's share
+            collector_class = MultiAsyncCollector
+        collector = collector_class(worker_makers, modules["collect_policy"], num_sub_threads=envs["num_sub_threads"],
+                                    **collector_kwargs)
+    collector.set_seed(seed)
+    native = {
+        "loss": {key: _plain(value) for key, value in config["loss"].items()},
+        "collector": {"class": envs["collector"], **{k: _plain(v) for k, v in collector_kwargs.items()}},
+        **{key: _plain(value) for key, value in config.items() if key not in ("loss", "collector")},
+    }
+    return TorchRLSetup(workload, config, collector, modules["actor"], modules["loss"], modules["optimizer"],
+                        modules["parameters"], modules["extras"], native)
+
+
+@dataclass(frozen=True)
+class _Uncounted:
+    """An environment factory outside the harness's count (for reading specs)."""
+
+    env_id: str
+    env_kwargs: dict[str, Any]
+
+    def __call__(self) -> Any:
+        from rlcompare.envs import make_env
+
+        return make_env(self.env_id, self.env_kwargs)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value if value is None or isinstance(value, (bool, int, float, str)) else repr(value)
+
+
+def _build_modules(workload: Workload, config: dict[str, dict[str, Any]], observation_space: Any,
+                   action_space: Any, action_spec: Any) -> dict[str, Any]:
+    import numpy as np
+    import torch
+    from tensordict.nn import (
+        AddStateIndependentNormalScale,
+        NormalParamExtractor,
+        TensorDictModule,
+        TensorDictSequential,
+    )
+    from torchrl.data import LazyTensorStorage, ReplayBuffer, TensorDictReplayBuffer
+    from torchrl.data.replay_buffers.samplers import SamplerWithoutReplacement
+    from torchrl.modules import (
+        MLP,
+        EGreedyModule,
+        IndependentNormal,
+        ProbabilisticActor,
+        QValueActor,
+        TanhNormal,
+        ValueOperator,
+    )
+    from torchrl.objectives import (
+        A2CLoss,
+        ClipPPOLoss,
+        DQNLoss,
+        HardUpdate,
+        SACLoss,
+        SoftUpdate,
+        group_optimizers,
+    )
+    from torchrl.objectives.value import GAE
+
+    algorithm = workload.algorithm
+    hidden = list(workload.network.hidden_sizes)
+    activation = getattr(torch.nn, ACTIVATIONS[workload.network.activation])
+    n_obs = int(np.prod(observation_space.shape))
+    continuous = not hasattr(action_space, "n")
+    n_act = int(np.prod(action_space.shape)) if continuous else int(action_space.n)
+    loss_config = {key: value for key, value in config["loss"].items() if key != "class"}
+    extras: dict[str, Any] = {}
+
+    def mlp(inputs: int, outputs: int) -> Any:
+        return MLP(in_features=inputs, out_features=outputs, num_cells=hidden, activation_class=activation)
+
+    if algorithm in ON_POLICY:
+        if continuous:
+            body = torch.nn.Sequential(mlp(n_obs, n_act), AddStateIndependentNormalScale(n_act, init_value=0.0))
+            actor_module = TensorDictModule(body, in_keys=["observation"], out_keys=["loc", "scale"])
+            actor = ProbabilisticActor(actor_module, in_keys=["loc", "scale"], spec=action_spec,
+                                       distribution_class=IndependentNormal, return_log_prob=True)
+            extras["bounds"] = (action_space.low, action_space.high)
+        else:
+            actor_module = TensorDictModule(mlp(n_obs, n_act), in_keys=["observation"], out_keys=["logits"])
+            actor = ProbabilisticActor(actor_module, in_keys=["logits"], spec=action_spec,
+                                       distribution_class=torch.distributions.Categorical, return_log_prob=True)
+        critic = ValueOperator(mlp(n_obs, 1), in_keys=["observation"])
+        gae = GAE(gamma=config["GAE"]["gamma"], lmbda=config["GAE"]["lmbda"], value_network=critic,
+                  average_gae=False)
+        loss_class = ClipPPOLoss if algorithm == "PPO" else A2CLoss
+        loss = loss_class(actor, critic, **loss_config)
+        optim = dict(config["optim"])
+        optim_class = getattr(torch.optim, optim.pop("class"))
+        parameters = list(actor.parameters()) + list(critic.parameters())
+        optimizer = optim_class(parameters, **optim)
+        extras["advantage"] = gae
+        if algorithm == "PPO":
+            extras["buffer"] = TensorDictReplayBuffer(
+                storage=LazyTensorStorage(config["collector"]["frames_per_batch"]),
+                sampler=SamplerWithoutReplacement(drop_last=True),
+                batch_size=config["replay_buffer"]["batch_size"],
+            )
+        return {"actor": actor, "collect_policy": actor, "loss": loss, "optimizer": optimizer,
+                "parameters": parameters, "extras": extras}
+
+    replay = config["replay_buffer"]
+    extras["buffer"] = ReplayBuffer(storage=LazyTensorStorage(replay["max_size"]), batch_size=replay["batch_size"])
+    lr = config["optim"]["lr"]
+    gamma = config["value_estimator"]["gamma"]
+    if algorithm == "DQN":
+        actor = QValueActor(mlp(n_obs, n_act), in_keys=["observation"], spec=action_spec)
+        schedule = config["EGreedyModule"]
+        greedy = EGreedyModule(action_spec, eps_init=float(schedule["eps_init"]), eps_end=float(schedule["eps_end"]),
+                               annealing_num_steps=int(schedule["annealing_num_steps"]))
+        explorer = TensorDictSequential(actor, greedy)
+        loss = DQNLoss(actor, **loss_config)
+        loss.make_value_estimator(gamma=gamma)
+        # HardUpdate copies on the call after `value_network_update_interval` counted calls; with 0 it copies
+        # on every step(), which run() calls when the env-step count crosses a multiple of the interval
+        extras["target_updater"] = HardUpdate(loss, value_network_update_interval=0)
+        extras["greedy"] = greedy
+        extras["explorer"] = explorer
+        parameters = list(actor.parameters())
+        optimizer = torch.optim.Adam(parameters, lr=lr)
+        return {"actor": actor, "collect_policy": explorer, "loss": loss, "optimizer": optimizer,
+                "parameters": parameters, "extras": extras}
+
+    body = torch.nn.Sequential(mlp(n_obs, 2 * n_act), NormalParamExtractor())
+    actor_module = TensorDictModule(body, in_keys=["observation"], out_keys=["loc", "scale"])
+    actor = ProbabilisticActor(actor_module, in_keys=["loc", "scale"], spec=action_spec, distribution_class=TanhNormal,
+                               distribution_kwargs={"low": action_spec.space.low, "high": action_spec.space.high},
+                               return_log_prob=False)
+    qvalue = ValueOperator(mlp(n_obs + n_act, 1), in_keys=["observation", "action"])
+    loss = SACLoss(actor, qvalue, action_spec=action_spec, **loss_config)
+    loss.make_value_estimator(gamma=gamma)
+    extras["target_updater"] = SoftUpdate(loss, tau=config["SoftUpdate"]["tau"])
+    actor_optim = torch.optim.Adam(loss.actor_network_params.flatten_keys().values(), lr=lr)
+    critic_optim = torch.optim.Adam(loss.qvalue_network_params.flatten_keys().values(), lr=lr)
+    groups = [actor_optim, critic_optim]
+    if not loss_config.get("fixed_alpha", False):
+        groups.append(torch.optim.Adam([loss.log_alpha], lr=lr))
+    optimizer = group_optimizers(*groups)
+    parameters = list(loss.parameters())
+    return {"actor": actor, "collect_policy": actor, "loss": loss, "optimizer": optimizer, "parameters": parameters,
+            "extras": extras}
+
+
+def train_direct(workload: Workload, seed: int = 0) -> float:
+    """TorchRL alone with the adapter's configuration: no harness context, no counting wrapper and no
+    evaluation. Returns the seconds spent training (building excluded); pins torch's threads as the
+    harness does. For ``benchmarks/overhead.py``."""
+    import torch
+
+    from rlcompare.envs import EnvFactory
+
+    config, _ = TorchRLAdapter().native_config(workload)
+    factories = [EnvFactory(workload.env, dict(workload.env_kwargs)) for _ in range(workload.parallelism.total_envs)]
+    setup = build(workload, config, factories, seed)
+    torch.set_num_threads(workload.parallelism.threads_per_worker)
+    started = time.perf_counter()
+    try:
+        setup.run()
+        return time.perf_counter() - started
+    finally:
+        setup.close()

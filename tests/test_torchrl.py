@@ -1,0 +1,158 @@
+"""The TorchRL adapter trained for real through the runner, with tiny budgets."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from rlcompare.errors import IncompatibleError
+from rlcompare.plan import build_plan
+from rlcompare.plugins import build_plugin_manager
+from rlcompare.runner import LocalRunner
+from rlcompare.store import Store
+from rlcompare.workload import Workload, workload_from_dict
+
+pytestmark = pytest.mark.framework
+
+TINY = {
+    "PPO": {"env": "CartPole-v1", "env_steps": 512, "parallelism": {"envs_per_worker": 2},
+            "hyperparameters": {"rollout_steps": 64, "minibatch_size": 32, "epochs": 2}},
+    "A2C": {"env": "CartPole-v1", "env_steps": 400, "parallelism": {"envs_per_worker": 2}, "hyperparameters": {}},
+    "DQN": {"env": "CartPole-v1", "env_steps": 600, "hyperparameters": {"learning_starts": 100, "buffer_size": 1000}},
+    "SAC": {"env": "Pendulum-v1", "env_steps": 300,
+            "hyperparameters": {"learning_starts": 100, "minibatch_size": 32, "buffer_size": 1000}},
+    # two worker processes (MultiSyncCollector), each with its own env: the harness must count their steps
+    "PPO-WORKERS": {"algorithm": "PPO", "env": "CartPole-v1", "env_steps": 512, "parallelism": {"workers": 2},
+                    "hyperparameters": {"rollout_steps": 64, "minibatch_size": 32, "epochs": 2}},
+    # asynchronous collection (MultiAsyncCollector): workers keep stepping while the learner trains
+    "DQN-ASYNC": {"algorithm": "DQN", "env": "CartPole-v1", "env_steps": 600,
+                  "parallelism": {"workers": 2, "mode": "async"},
+                  "hyperparameters": {"learning_starts": 100, "buffer_size": 1000}},
+}
+
+
+def _workload(name: str, spec: dict) -> Workload:
+    return workload_from_dict({"id": f"tiny-{name.lower()}", "algorithm": name, "seeds": 1,
+                               "evaluation": {"interval_steps": 200, "episodes": 2}, **spec}, "test")
+
+
+@pytest.fixture(scope="module")
+def torchrl_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    workloads = [_workload(name, spec) for name, spec in TINY.items()]
+    plan = build_plan(build_plugin_manager(autoload=False), workloads, ["torchrl"])
+    store = Store(tmp_path_factory.mktemp("torchrl") / "runs.db")
+    summary = LocalRunner(store, jobs=2, timeout_seconds=300).run(plan)
+    assert [o.status for o in summary.outcomes] == ["ok"] * len(TINY), [
+        o.record.get("traceback") for o in summary.outcomes]
+    return store
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_torchrl_run_is_valid_and_stored_with_curve_versions_and_fidelity(torchrl_store: Store, name: str) -> None:
+    workload = _workload(name, TINY[name])
+    runs = torchrl_store.runs_frame().set_index("run_id")
+    run = runs.loc[f"tiny-{name.lower()}__torchrl__s0"]
+    assert run["status"] == "ok"
+    # the budget is respected within one rollout (two with asynchronous collection)...
+    assert workload.env_steps <= run["env_steps"] <= workload.env_steps + workload.step_count_tolerance
+    # ...and TorchRL's own frame count agrees with the harness's
+    assert abs(run["framework_env_steps"] - run["env_steps"]) <= workload.step_count_tolerance
+    assert run["torch_threads"] == 1
+    versions = json.loads(run["versions_json"])
+    assert versions["torchrl"].startswith("0.") and versions["torch"].startswith("2.13.0") and versions["tensordict"]
+    fidelity = {item["setting"]: item for item in json.loads(run["fidelity_json"])}
+    assert set(fidelity) >= {f"hyperparameters.{key}" for key in type(workload.hyperparameters).model_fields
+                             if key != "algorithm"}
+    assert set(fidelity) >= {"algorithm", "network.hidden_sizes", "network.activation", "parallelism.envs_per_worker",
+                             "parallelism.workers", "parallelism.mode"}
+    assert fidelity["hyperparameters.learning_rate"] == {**fidelity["hyperparameters.learning_rate"],
+                                                         "status": "exact", "native_name": "optim.lr"}
+    assert [64, 64] in fidelity["network.hidden_sizes"]["native_value"].values()
+    native = json.loads(run["native_config_json"])
+    assert native["loss"]["class"] == {"PPO": "ClipPPOLoss", "A2C": "A2CLoss", "DQN": "DQNLoss",
+                                       "SAC": "SACLoss"}[workload.algorithm]
+    assert native["network"]["activation"] == "torch.nn.Tanh"
+    curves = torchrl_store.curves_frame()
+    curve = curves[curves["run_id"] == run.name]
+    assert len(curve) >= 3
+    assert curve["env_steps"].is_monotonic_increasing
+    assert curve["env_steps"].iloc[-1] == run["env_steps"]
+    assert all(math.isfinite(value) for value in curve["return_mean"])
+    assert run["final_return_mean"] == pytest.approx(curve["return_mean"].iloc[-1])
+
+
+def test_torchrl_native_config_follows_the_canonical_settings(torchrl_store: Store) -> None:
+    runs = torchrl_store.runs_frame().set_index("run_id")
+    ppo = json.loads(runs.loc["tiny-ppo__torchrl__s0"]["native_config_json"])
+    assert ppo["collector"]["class"] == "Collector" and ppo["collector"]["frames_per_batch"] == 128
+    assert ppo["replay_buffer"] == {"batch_size": 32}
+    assert ppo["schedule"]["epochs"] == 2
+    assert ppo["loss"]["normalize_advantage"] is True and ppo["loss"]["clip_value"] is None
+    assert ppo["envs"]["env"] == "SerialEnv(2)"
+    dqn = json.loads(runs.loc["tiny-dqn__torchrl__s0"]["native_config_json"])
+    assert dqn["collector"]["init_random_frames"] == 100 and dqn["collector"]["frames_per_batch"] == 4
+    assert dqn["loss"]["double_dqn"] is False and dqn["loss"]["loss_function"] == "smooth_l1"
+    assert dqn["EGreedyModule"] == {"eps_init": 1.0, "eps_end": 0.05, "annealing_num_steps": 60}
+    sac = json.loads(runs.loc["tiny-sac__torchrl__s0"]["native_config_json"])
+    assert sac["loss"]["alpha_init"] == 1.0 and sac["loss"]["fixed_alpha"] is False
+    assert sac["SoftUpdate"] == {"tau": 0.005}
+    workers = json.loads(runs.loc["tiny-ppo-workers__torchrl__s0"]["native_config_json"])
+    assert workers["collector"]["class"] == "MultiSyncCollector" and workers["envs"]["workers"] == 2
+    asynchronous = json.loads(runs.loc["tiny-dqn-async__torchrl__s0"]["native_config_json"])
+    assert asynchronous["collector"]["class"] == "MultiAsyncCollector"
+    assert asynchronous["collector"]["frames_per_batch"] == 2  # each worker's share of train_every
+
+
+def test_torchrl_worker_processes_are_counted_by_the_harness(torchrl_store: Store) -> None:
+    run = torchrl_store.runs_frame().set_index("run_id").loc["tiny-ppo-workers__torchrl__s0"]
+    # every step happened in one of two collector processes; the harness saw them all, and the
+    # synchronous collector steps no further than the frames it delivered
+    assert run["env_steps"] == run["framework_env_steps"] == 512
+    assert run["episodes"] > 0
+
+
+def test_torchrl_fidelity_flags_what_it_cannot_map() -> None:
+    from adapters.torchrl import TorchRLAdapter
+
+    adapter = TorchRLAdapter()
+    dqn = workload_from_dict(
+        {"id": "dqn", "env": "CartPole-v1", "algorithm": "DQN", "env_steps": 1000,
+         "parallelism": {"envs_per_worker": 3}, "hyperparameters": {"train_every": 4, "learning_starts": 100}},
+        "test")
+    fidelity = {item.setting: item for item in adapter.fidelity(dqn)}
+    assert fidelity["hyperparameters.train_every"].status.value == "approximate"
+    assert fidelity["hyperparameters.train_every"].native_value == 3
+    assert fidelity["hyperparameters.learning_starts"].status.value == "approximate"
+    ppo = workload_from_dict({"id": "ppo", "env": "CartPole-v1", "algorithm": "PPO", "env_steps": 1000,
+                              "hyperparameters": {"rollout_steps": 100, "minibatch_size": 64}}, "test")
+    fidelity = {item.setting: item for item in adapter.fidelity(ppo)}
+    assert fidelity["hyperparameters.minibatch_size"].status.value == "approximate"
+    a2c = workload_from_dict({"id": "a2c", "env": "CartPole-v1", "algorithm": "A2C", "env_steps": 1000,
+                              "hyperparameters": {"normalize_advantage": True}}, "test")
+    fidelity = {item.setting: item for item in adapter.fidelity(a2c)}
+    assert fidelity["hyperparameters.normalize_advantage"].status.value == "unsupported"
+
+
+def test_torchrl_listing_and_fidelity_do_not_import_the_framework() -> None:
+    code = ("import sys; from adapters.torchrl import TorchRLAdapter; from rlcompare.workload import "
+            "workload_from_dict; w = workload_from_dict({'id': 'x', 'env': 'CartPole-v1', 'algorithm': 'SAC', "
+            "'env_steps': 10}, 't'); TorchRLAdapter().fidelity(w); TorchRLAdapter().capabilities(); "
+            "print(sorted(m for m in ('torch', 'torchrl', 'tensordict') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(("spec", "reason"), [
+    ({"env": "Pendulum-v1", "algorithm": "DQN"}, "DQN runs on discrete action spaces only, Pendulum-v1 has continuous"),
+    ({"env": "CartPole-v1", "algorithm": "SAC"}, "SAC runs on continuous action spaces only, CartPole-v1 has discrete"),
+    ({"env": "CartPole-v1", "algorithm": "PPO", "parallelism": {"workers": 2, "mode": "async"}},
+     "asynchronous collection .* is offered for the off-policy DQN and SAC only; PPO is on-policy"),
+])
+def test_torchrl_refuses_what_it_cannot_run(spec: dict, reason: str) -> None:
+    workload = workload_from_dict({"id": "refused", "env_steps": 1000, "hyperparameters": {}, **spec}, "test")
+    with pytest.raises(IncompatibleError, match=f"adapter 'torchrl' cannot run workload 'refused': .*{reason}"):
+        build_plan(build_plugin_manager(autoload=False), [workload], ["torchrl"])
