@@ -144,6 +144,7 @@ class StableBaselines3Adapter(Adapter):
         import stable_baselines3
         import torch
         from stable_baselines3.common.callbacks import BaseCallback
+        from stable_baselines3.common.logger import Logger
         from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
         kwargs, _ = self.native_config(workload)
@@ -159,6 +160,8 @@ class StableBaselines3Adapter(Adapter):
         model = algorithm_class(
             "MlpPolicy", env, seed=context.seed, device="cpu", verbose=0, policy_kwargs=policy_kwargs, **kwargs
         )
+        # a logger with no outputs: SB3's default makes an empty SB3-<time> folder in TMPDIR per run
+        model.set_logger(Logger(folder=None, output_formats=[]))
         deterministic = context.deterministic
 
         def policy(observations: Any) -> Any:

@@ -9,11 +9,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from rlcompare.errors import RLCompareError, UsageError
+from rlcompare.errors import RLCompareError
 from rlcompare.registry_cli import COMMANDS as REGISTRY_COMMANDS
 from rlcompare.registry_cli import add_commands as add_registry_commands
 from rlcompare.score_cli import COMMANDS as SCORE_COMMANDS
@@ -27,7 +28,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (no usage dump) and exit status 2."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        # one line, whatever the arguments held (a newline or a record separator in an argument)
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
 
 
 def _positive_int(text: str) -> int:
@@ -54,7 +56,27 @@ def _name_list(text: str) -> list[str]:
     names = [name.strip() for name in text.split(",")]
     if not all(names):
         raise argparse.ArgumentTypeError(f"expected comma-separated names, got {text!r}")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise argparse.ArgumentTypeError(f"{repeated[0]!r} is listed twice")
     return names
+
+
+_SIZE_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def _memory_size(text: str) -> int:
+    """A memory size: bytes, or a number with K, M, G or T (binary units), e.g. 512M, 2G."""
+    value, unit = text.strip().lower().rstrip("ib").rstrip(), ""
+    if value and value[-1] in _SIZE_UNITS:
+        value, unit = value[:-1], value[-1]
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a size such as 512M or 2G, got {text!r}") from None
+    if not (number > 0 and number * _SIZE_UNITS[unit] < 2**50):
+        raise argparse.ArgumentTypeError(f"expected a size such as 512M or 2G, got {text!r}")
+    return int(number * _SIZE_UNITS[unit])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
                                  metavar="SECONDS", help="per run; a run past it is killed and stored as timeout")
             command.add_argument("--resume", action="store_true",
                                  help="skip runs already stored as ok with the same workload digest")
+            command.add_argument("--max-memory", type=_memory_size, metavar="SIZE",
+                                 help="per run, e.g. 4G: a run whose process tree grows past it is stopped "
+                                      "and stored as failed")
 
     report = commands.add_parser("report", help="write reports from a results store")
     report.add_argument("--store", default=DEFAULT_STORE, metavar="PATH", help="SQLite results store")
@@ -249,20 +274,41 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    import signal
+
     from rlcompare.progress import ConsoleProgress
     from rlcompare.runner import LocalRunner
     from rlcompare.store import Store
 
-    plan = _plan_from_args(args)  # everything is validated before the store is touched
-    progress = ConsoleProgress(total=len(plan.runs))
+    plan = _plan_from_args(args)  # every input is validated first, then the store, then runs start
     with Store(args.store) as store:
-        runner = LocalRunner(store, jobs=args.jobs, timeout_seconds=args.timeout,
+        store.check_writable()
+        progress = ConsoleProgress(total=len(plan.runs))
+        runner = LocalRunner(store, jobs=args.jobs, timeout_seconds=args.timeout, max_memory_bytes=args.max_memory,
                              on_start=progress.started, on_finish=progress.finished)
         summary = runner.run(plan, resume=args.resume)
     progress.close(summary, args.store)
     if args.json:
         _print_json({"store": args.store, "counts": dict(summary.counts), "skipped": summary.skipped,
+                     "recovered": [{"run_id": o.run_id, "status": o.status} for o in summary.recovered],
+                     "unstored": [{"run_id": r, "directory": d, "error": e} for r, d, e in summary.unstored],
                      "runs": [{"run_id": o.run_id, "status": o.status} for o in summary.outcomes]})
+    if summary.recovered:
+        statuses = ", ".join(f"{n} {status}" for status, n in sorted(
+            Counter(o.status for o in summary.recovered).items()))
+        print(f"rlcompare: stored {len(summary.recovered)} runs left by an earlier driver ({statuses})",
+              file=sys.stderr)
+    if summary.interrupted_by is not None:
+        name = signal.Signals(summary.interrupted_by).name
+        print(f"rlcompare: stopped by {name}; runs in flight are stored as interrupted with their evaluation "
+              f"points; `rlcompare run ... --resume` runs what is missing", file=sys.stderr)
+        return 128 + summary.interrupted_by
+    if summary.unstored:
+        run_id, directory, error = summary.unstored[0]
+        print(f"rlcompare: error: {len(summary.unstored)} finished runs could not be stored ({error}); their "
+              f"results are kept in {Path(directory).parent}; run again with --resume to store them",
+              file=sys.stderr)
+        return 1
     return 0 if summary.all_ok else 1
 
 
@@ -270,9 +316,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from rlcompare.report import write_reports
     from rlcompare.store import Store
 
-    if not Path(args.store).exists():
-        raise UsageError(f"--store: no results store at {args.store} (run `rlcompare run` first)")
     with Store(args.store) as store:
+        store.check_readable()
         for path in write_reports(store, args.out, args.format):
             print(path)
     return 0
@@ -283,7 +328,15 @@ COMMANDS.update(REGISTRY_COMMANDS)
 COMMANDS.update(SCORE_COMMANDS)
 
 
+def _raise_broken_pipe(_console: Any) -> None:
+    raise BrokenPipeError
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import rich.console
+
+    # rich exits with status 1 on a closed pipe; let main() treat it like any other write
+    rich.console.Console.on_broken_pipe = _raise_broken_pipe  # type: ignore[method-assign]
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:
@@ -293,12 +346,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command is None:
         parser.print_help()
+        print("rlcompare: error: give a command (listed above)", file=sys.stderr)
         return 2
     try:
-        return COMMANDS[args.command](args)
+        status = COMMANDS[args.command](args)
+        sys.stdout.flush()  # inside the try: a closed pipe is noticed here, not at exit
+        return status
     except RLCompareError as error:
-        print(f"rlcompare: error: {error}", file=sys.stderr)
+        print(f"rlcompare: error: {_one_line(str(error))}", file=sys.stderr)
         return error.exit_status
     except KeyboardInterrupt:
         print("rlcompare: interrupted; finished runs are stored (use --resume)", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader of our output went away (`rlcompare frameworks --json | head -1`): not an error
+        _silence_stdout()
+        return 0
+
+
+def _one_line(text: str, limit: int = 600) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _silence_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

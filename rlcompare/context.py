@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from rlcompare import rundir
 from rlcompare.adapter import Policy
 from rlcompare.envs import DEFAULT_SLOTS, EnvFactory, StepCounter
 from rlcompare.evaluation import EvaluationResult, Evaluator
@@ -48,8 +49,8 @@ class TrainingContext:
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.launched_at = launched_at if launched_at is not None else time.time()
-        self.counter = StepCounter(self.run_dir / "steps.bin", DEFAULT_SLOTS, create=True)
-        self.progress_path = self.run_dir / "progress.jsonl"
+        self.counter = StepCounter(self.run_dir / rundir.STEPS, DEFAULT_SLOTS, create=True)
+        self.progress_path = self.run_dir / rundir.PROGRESS
         protocol = workload.evaluation
         first = seed * protocol.episodes + protocol.seed_offset
         self._evaluator = Evaluator(workload.env, workload.env_kwargs, list(range(first, first + protocol.episodes)))

@@ -243,8 +243,11 @@ class ScoringData:
         curves: Callable[[], pd.DataFrame] | pd.DataFrame | None = None,
         plugins: Plugins | None = None,
         cache: MeasurementCache | None = None,
+        stale_runs: pd.DataFrame | None = None,
     ) -> None:
         self.runs = runs
+        #: Runs of an older spec of a workload (another digest), left out of every criterion.
+        self.stale_runs = stale_runs
         self._curves = curves
         self.plugins = plugins
         self.cache = cache if cache is not None else MeasurementCache(None)

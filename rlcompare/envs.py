@@ -16,8 +16,10 @@ import gymnasium
 import numpy as np
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
+from rlcompare.limits import COUNTER_SLOTS
+
 #: Slots in a counter file; an adapter gives each environment instance its own slot index.
-DEFAULT_SLOTS = 512
+DEFAULT_SLOTS = COUNTER_SLOTS
 
 
 class StepCounter:
@@ -107,6 +109,9 @@ class CalibratedCartPole(CartPoleEnv):
     """
 
     def __init__(self, step_cost_ms: float = 1.0, **kwargs: Any) -> None:
+        if isinstance(step_cost_ms, bool) or not isinstance(step_cost_ms, (int, float)) or not (
+                0 < step_cost_ms <= 1000):
+            raise ValueError(f"step_cost_ms must be a number of milliseconds in (0, 1000], got {step_cost_ms!r}")
         super().__init__(**kwargs)
         self.step_cost_seconds = step_cost_ms / 1000.0
 

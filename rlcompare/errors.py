@@ -11,9 +11,14 @@ from collections.abc import Iterable
 
 
 class RLCompareError(Exception):
-    """Base class of every error rlcompare raises on purpose."""
+    """Base class of every error rlcompare raises on purpose. Its text is always one line: names
+    that come from user input (a TOML key with a newline in it) cannot break it."""
 
     exit_status: int = 2
+
+    def __str__(self) -> str:
+        text = " ".join(super().__str__().split())
+        return text if len(text) <= 1_000 else text[:999] + "…"
 
 
 class UsageError(RLCompareError):

@@ -333,7 +333,7 @@ def _fact_problems(name: str, spec: FieldSpec, fact: Fact) -> list[str]:
     elif not fact.evidence and not (name == "surveys" and fact.value == ()):
         problems.append(f"field '{name}.evidence' needs at least one item with an excerpt "
                         "(or value 'unknown' with 'searched')")
-    if name == "surveys" and isinstance(fact.value, tuple):
+    if name == "surveys" and isinstance(fact.value, tuple) and value_problem is None:
         for survey_id in fact.value:
             survey = SURVEYS.get(survey_id)
             if survey is not None and not any(survey_evidence(survey, item) for item in fact.evidence):
@@ -451,7 +451,7 @@ def framework_entry_from_dict(data: Any, source: str, default_as_of: date | None
             data[name] = {**fact, "as_of": file_as_of}
     domain = data.get("domain")
     missing = ""
-    if domain in REQUIRED_FIELDS:
+    if isinstance(domain, str) and domain in REQUIRED_FIELDS:
         missing = missing_fields_problem(domain, [name for name in REQUIRED_FIELDS[domain] if name not in data])
     try:
         return FrameworkEntry.model_validate(data)

@@ -1,34 +1,37 @@
 """The local runner: every run in a fresh interpreter of its own, ``jobs`` at a time, each with a
-timeout; the runner measures the process tree and stores each run as soon as it ends.
+timeout and an optional memory limit; the runner measures the process tree and stores each run as
+soon as it ends.
 
-A run that crashes or times out is stored with its status and the curve points it finished; a
-killed driver loses nothing already stored, and ``--resume`` runs only what is missing.
+Nothing finished is lost. A run's files live in its run directory beside the store
+(:mod:`rlcompare.rundir`) until the store has committed them; a run that finished while its
+driver was gone, or that could not be stored (disk full, store locked), is stored by the next
+``run`` on the store. SIGINT and SIGTERM stop the matrix cleanly: in-flight runs are stopped and
+stored as ``interrupted`` with the evaluation points they finished. A worker watches a pipe from
+its driver and stops its whole tree if the driver dies, even by SIGKILL.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
+import signal
 import subprocess
 import sys
-import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from rlcompare.context import read_progress
+from rlcompare.driver_watch import DRIVER_FD_ENV
 from rlcompare.plan import Plan, PlannedRun, RefusedPair, run_id_for
 from rlcompare.plugins import Origin
 from rlcompare.process_tree import RUN_ID_ENV, TreeMonitor, kill_tree
 from rlcompare.records import RunRecord
-from rlcompare.store import Store
-from rlcompare.validity import judge_run
-from rlcompare.worker import RESULT_FILE
-from rlcompare.workload import Workload
+from rlcompare.rundir import RunDirectory, orphaned
+from rlcompare.store import Store, StoreWriteError
+from rlcompare.validity import BudgetTolerance, judge_run
+from rlcompare.workload import Workload, workload_from_dict
 
 SAMPLE_INTERVAL_SECONDS = 0.1
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
@@ -45,6 +48,13 @@ class RunOutcome:
 class RunSummary:
     outcomes: list[RunOutcome] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    #: Runs a previous driver left in their run directories (finished, or interrupted), stored now;
+    #: they do not count towards this matrix's exit status.
+    recovered: list[RunOutcome] = field(default_factory=list)
+    #: Runs whose result could not be stored: (run id, run directory, why); ``--resume`` stores them.
+    unstored: list[tuple[str, str, str]] = field(default_factory=list)
+    #: The signal that stopped the matrix, if one did.
+    interrupted_by: int | None = None
 
     @property
     def counts(self) -> Counter[str]:
@@ -52,19 +62,21 @@ class RunSummary:
 
     @property
     def all_ok(self) -> bool:
-        return all(outcome.status == "ok" for outcome in self.outcomes)
+        return all(outcome.status == "ok" for outcome in self.outcomes) and not self.unstored
 
 
 @dataclass
 class _Active:
     planned: PlannedRun
     process: subprocess.Popen[bytes]
-    run_dir: Path
+    directory: RunDirectory
     started: float
     launched_at: float
     monitor: TreeMonitor
     log: Any
-    timed_out: bool = False
+    driver_pipe: int
+    stop_reason: str | None = None
+    stop_status: str | None = None
 
 
 def worker_environment(planned: PlannedRun) -> dict[str, str]:
@@ -79,6 +91,23 @@ def worker_environment(planned: PlannedRun) -> dict[str, str]:
     return env
 
 
+def run_spec(planned: PlannedRun, directory: RunDirectory, launched_at: float) -> dict[str, Any]:
+    """What the worker receives (plain data), plus what the driver needs to store the run later."""
+    tolerance = planned.budget_tolerance
+    return {
+        "run_id": planned.run_id,
+        "adapter": planned.adapter_id,
+        "framework": planned.framework,
+        "seed": planned.seed,
+        "workload": planned.workload.to_dict(),
+        "run_dir": str(directory.path),
+        "launched_at": launched_at,
+        "tolerance": tolerance.to_dict(),
+        "origin": {"plugin": planned.origin.plugin, "distribution": planned.origin.distribution,
+                   "version": planned.origin.version},
+    }
+
+
 class LocalRunner:
     """Runs planned runs as subprocesses on this machine."""
 
@@ -90,6 +119,7 @@ class LocalRunner:
         python: str = sys.executable,
         on_finish: Callable[[RunOutcome], None] | None = None,
         on_start: Callable[[PlannedRun], None] | None = None,
+        max_memory_bytes: int | None = None,
     ) -> None:
         self.store = store
         self.jobs = jobs
@@ -97,11 +127,16 @@ class LocalRunner:
         self.python = python
         self.on_finish = on_finish
         self.on_start = on_start
+        self.max_memory_bytes = max_memory_bytes
+        self._stop_signal: int | None = None
+
+    # -- the matrix --------------------------------------------------------------------------------
 
     def run(self, plan: Plan, resume: bool = False) -> RunSummary:
         summary = RunSummary()
+        self._recover(summary)
         for refused in plan.refused:
-            self.store.save_run(_refused_record(refused))
+            self._store(_refused_record(refused), [], None, summary)
         done = self.store.finished_digests() if resume else {}
         pending: list[PlannedRun] = []
         for planned in plan.runs:
@@ -109,99 +144,180 @@ class LocalRunner:
                 summary.skipped.append(planned.run_id)
             else:
                 pending.append(planned)
-        scratch = Path(tempfile.mkdtemp(prefix="rlcompare-runs-"))
         active: list[_Active] = []
+        restore = self._catch_signals()
         try:
-            while pending or active:
-                while pending and len(active) < self.jobs:
-                    active.append(self._launch(pending.pop(0), scratch))
+            while ((pending and not summary.unstored) or active) and self._stop_signal is None:
+                while pending and len(active) < self.jobs and not summary.unstored and self._stop_signal is None:
+                    active.append(self._launch(pending.pop(0)))
                 time.sleep(SAMPLE_INTERVAL_SECONDS)
                 for run in list(active):
-                    run.monitor.sample()
+                    self._supervise(run)
                     if run.process.poll() is None:
-                        if self._expired(run):
-                            run.timed_out = True
-                            kill_tree(run.monitor)
-                            run.process.wait()
-                        else:
-                            continue
+                        continue
                     active.remove(run)
-                    summary.outcomes.append(self._finish(run))
+                    summary.outcomes.append(self._finish(run, summary))
+            if self._stop_signal is not None:
+                name = signal.Signals(self._stop_signal).name
+                for run in active:
+                    run.stop_status, run.stop_reason = "interrupted", f"interrupted by {name}"
+                    kill_tree(run.monitor)
+                    run.process.wait()
+                    summary.outcomes.append(self._finish(run, summary))
+                active.clear()
+                summary.interrupted_by = self._stop_signal
         finally:
-            for run in active:  # interrupted: stop what is running, keep what finished
+            for run in active:  # an unexpected error: stop what runs; its files stay for recovery
                 kill_tree(run.monitor)
-                run.log.close()
-            shutil.rmtree(scratch, ignore_errors=True)
+                _close_quietly(run)
+            restore()
         return summary
 
-    def _expired(self, run: _Active) -> bool:
-        limit = self.timeout_seconds
-        return limit is not None and time.monotonic() - run.started > limit
+    def _catch_signals(self) -> Callable[[], None]:
+        """SIGINT and SIGTERM stop the matrix after storing what is in flight; a second signal
+        while that happens is ignored. Only possible (and needed) in the main thread."""
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
 
-    def _launch(self, planned: PlannedRun, scratch: Path) -> _Active:
-        run_dir = scratch / planned.run_id
-        run_dir.mkdir(parents=True)
+        def stop(signum: int, _frame: Any) -> None:
+            if self._stop_signal is None:
+                self._stop_signal = signum
+
+        previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+        def restore() -> None:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+        return restore
+
+    # -- one run -----------------------------------------------------------------------------------
+
+    def _launch(self, planned: PlannedRun) -> _Active:
+        directory = RunDirectory.create(self.store.path, planned.run_id)
         launched_at = time.time()
-        spec = {
-            "run_id": planned.run_id,
-            "adapter": planned.adapter_id,
-            "seed": planned.seed,
-            "workload": planned.workload.to_dict(),
-            "run_dir": str(run_dir),
-            "launched_at": launched_at,
-        }
-        spec_path = run_dir / "spec.json"
-        spec_path.write_text(json.dumps(spec), encoding="utf-8")
-        log = (run_dir / "output.log").open("wb")
+        directory.write_spec(run_spec(planned, directory, launched_at))
+        log = directory.log.open("wb")
+        watched, held = os.pipe()  # the worker reads until the driver's end closes
+        env = worker_environment(planned)
+        env[DRIVER_FD_ENV] = str(watched)
         started = time.monotonic()
-        process = subprocess.Popen(
-            [self.python, "-m", "rlcompare.worker", str(spec_path)],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=worker_environment(planned),
-            start_new_session=True,  # its own process group, so the whole tree can be stopped
-        )
+        try:
+            process = subprocess.Popen(
+                [self.python, "-m", "rlcompare.worker", str(directory.spec)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                pass_fds=(watched,),
+                start_new_session=True,  # its own process group, so the whole tree can be stopped
+            )
+        finally:
+            os.close(watched)
         if self.on_start is not None:
             self.on_start(planned)
-        return _Active(planned, process, run_dir, started, launched_at, TreeMonitor(process.pid, planned.run_id), log)
+        return _Active(planned, process, directory, started, launched_at,
+                       TreeMonitor(process.pid, planned.run_id), log, held)
 
-    def _finish(self, run: _Active) -> RunOutcome:
+    def _supervise(self, run: _Active) -> None:
+        """Sample the tree; stop it past its timeout or memory limit."""
+        run.monitor.sample()
+        if run.process.poll() is not None or run.stop_reason is not None:
+            return
+        limit = self.timeout_seconds
+        if limit is not None and time.monotonic() - run.started > limit:
+            run.stop_status = "timeout"
+            run.stop_reason = f"killed by the {limit:g} s timeout after {len(run.directory.read_progress())} evaluation points"
+        elif self.max_memory_bytes is not None and run.monitor.peak_rss_bytes > self.max_memory_bytes:
+            run.stop_status = "failed"
+            run.stop_reason = (f"exceeded --max-memory {self.max_memory_bytes / 2**20:.0f} MiB: its process tree "
+                               f"reached {run.monitor.peak_rss_bytes / 2**20:.0f} MiB")
+        else:
+            return
+        kill_tree(run.monitor)
+        run.process.wait()
+
+    def _finish(self, run: _Active, summary: RunSummary) -> RunOutcome:
         wall = time.monotonic() - run.started
-        run.log.close()
+        _close_quietly(run)
         kill_tree(run.monitor)  # whatever the run left behind in its process group or tree goes with it
-        result_path = run.run_dir / RESULT_FILE
-        result: dict[str, Any] = {}
-        if result_path.exists():
-            result = json.loads(result_path.read_text(encoding="utf-8"))
-        curve = read_progress(run.run_dir / "progress.jsonl")
-        record = _run_record(run, result, curve, wall, self.timeout_seconds)
-        self.store.save_run(record, curve)
+        result = run.directory.read_result() or {}
+        curve = run.directory.read_progress()
+        if run.stop_status is None and not result:
+            run.stop_status = "failed"
+            run.stop_reason = f"worker exited with status {run.process.returncode} and no result"
+        record = build_record(run.planned, result, curve, run.launched_at, wall, run.stop_status, run.stop_reason,
+                              run.monitor, run.directory)
+        self._store(record, curve, run.directory, summary)
         outcome = RunOutcome(run.planned.run_id, record.status, record)
         if self.on_finish is not None:
             self.on_finish(outcome)
         return outcome
 
+    def _store(self, record: RunRecord, curve: Sequence[dict[str, Any]], directory: RunDirectory | None,
+               summary: RunSummary) -> bool:
+        """Commit the run; on failure keep its directory (it is stored on the next run)."""
+        try:
+            self.store.save_run(record, curve)
+        except StoreWriteError as error:
+            where = str(directory.path) if directory is not None else "(refused pair, planned again)"
+            summary.unstored.append((record.run_id, where, str(error)))
+            return False
+        if directory is not None:
+            directory.remove()
+        return True
 
-def _output_tail(run_dir: Path, lines: int = 20) -> str:
-    path = run_dir / "output.log"
-    if not path.exists():
-        return ""
-    return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+    # -- recovery ----------------------------------------------------------------------------------
+
+    def _recover(self, summary: RunSummary) -> None:
+        """Store the runs of a previous driver that died or could not store them: finished ones
+        with their result (judged as usual), unfinished ones as interrupted with their points."""
+        for found in list(orphaned(self.store.path)):
+            directory = found.claim()
+            if directory is None:
+                continue  # another driver took it over first
+            spec = directory.read_spec() or {}
+            try:
+                planned = planned_from_spec(spec)
+            except Exception:  # noqa: BLE001 - a spec this version cannot read is left for the user
+                continue
+            result = directory.read_result() or {}
+            curve = directory.read_progress()
+            status, reason = (None, None) if result else ("interrupted", "its driver stopped before the run ended")
+            launched = float(spec.get("launched_at") or time.time())
+            record = build_record(planned, result, curve, launched, None, status, reason, None, directory)
+            if self._store(record, curve, directory, summary):
+                summary.recovered.append(RunOutcome(record.run_id, record.status, record))
 
 
-def _run_record(
-    run: _Active, result: dict[str, Any], curve: Sequence[dict[str, Any]], wall: float, timeout: float | None
+def _close_quietly(run: _Active) -> None:
+    if not run.log.closed:
+        run.log.close()
+    try:
+        os.close(run.driver_pipe)
+    except OSError:
+        pass
+
+
+def planned_from_spec(spec: dict[str, Any]) -> PlannedRun:
+    """The planned run a run directory's spec describes (to store a run its driver left behind)."""
+    workload = workload_from_dict(spec["workload"], f"run {spec['run_id']}")
+    tolerance = BudgetTolerance(**spec["tolerance"]) if spec.get("tolerance") else None
+    origin = Origin(**spec["origin"]) if spec.get("origin") else Origin("?")
+    return PlannedRun(workload, str(spec["adapter"]), str(spec.get("framework", "?")), int(spec["seed"]),
+                      tolerance, origin)
+
+
+def build_record(
+    planned: PlannedRun, result: dict[str, Any], curve: Sequence[dict[str, Any]], launched_at: float,
+    wall: float | None, stop_status: str | None, stop_reason: str | None, monitor: TreeMonitor | None,
+    directory: RunDirectory,
 ) -> RunRecord:
-    planned = run.planned
+    """The stored record of a run: its result, curve and measurements, judged for validity."""
     workload = planned.workload
     tolerance = planned.budget_tolerance
-    status = result.get("status", "failed")
-    error = result.get("error")
-    if run.timed_out:
-        status, error = "timeout", f"killed by the {timeout:g} s timeout after {len(curve)} evaluation points"
-    elif not result:
-        error = f"worker exited with status {run.process.returncode} and no result"
+    status = stop_status or result.get("status", "failed")
+    error = stop_reason or result.get("error")
     training = result.get("training_seconds") or 0.0
     steps = result.get("env_steps")
     framework_steps = result.get("framework_env_steps")
@@ -214,12 +330,14 @@ def _run_record(
         )
         if not verdict.valid:
             status, error = "invalid", "; ".join(verdict.reasons)
+    if wall is None:
+        wall = float(result.get("worker_seconds") or 0.0) or None
     return RunRecord(
         **_identity(workload, planned.adapter_id, planned.framework, planned.seed, planned.origin),
         status=status,
         error=error,
-        started_at=run.launched_at,
-        finished_at=run.launched_at + wall,
+        started_at=launched_at,
+        finished_at=launched_at + (wall or 0.0),
         wall_seconds=wall,
         startup_seconds=result.get("startup_seconds"),
         training_seconds=result.get("training_seconds"),
@@ -234,8 +352,8 @@ def _run_record(
         evaluations=len(curve),
         throughput=(steps / training) if steps and training > 0 else None,
         ideal_throughput=workload_ideal_throughput(workload),
-        cpu_seconds=run.monitor.cpu_seconds,
-        peak_rss_bytes=run.monitor.peak_rss_bytes,
+        cpu_seconds=monitor.cpu_seconds if monitor is not None else None,
+        peak_rss_bytes=monitor.peak_rss_bytes if monitor is not None else None,
         final_return_mean=result.get("final_return_mean") if status == "ok" else None,
         final_return_std=result.get("final_return_std") if status == "ok" else None,
         success_threshold=workload.success_threshold,
@@ -247,7 +365,7 @@ def _run_record(
         fidelity_json=result.get("fidelity"),
         native_config_json=result.get("native_config"),
         validity_json=None if verdict is None else verdict.to_dict(),
-        traceback=result.get("traceback") or (_output_tail(run.run_dir) if status not in ("ok", "invalid") else None),
+        traceback=result.get("traceback") or (directory.output_tail() if status not in ("ok", "invalid") else None),
     )
 
 

@@ -11,11 +11,9 @@ import json
 import math
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlcompare.criteria_api import ALL_WORKLOADS, CriterionValue
-from rlcompare.errors import UsageError
 from rlcompare.scoring.profiles import BUILTIN_PROFILES, DEFAULT_PROFILE, WeightProfile, get_profile, load_weights_file
 
 if TYPE_CHECKING:
@@ -89,11 +87,10 @@ def cmd_score(args: argparse.Namespace) -> int:
     for error in plugins.errors:
         print(f"warning: {error}", file=sys.stderr)
     profile = _resolve_profile(args, plugins.criteria)  # bad input fails before the store is read
-    if not Path(args.store).exists():
-        raise UsageError(f"--store: no results store at {args.store} (run `rlcompare run` first)")
     options = ScoringOptions(reps=getattr(args, "reps", None) or DEFAULT_REPS, seed=getattr(args, "seed", 0))
     cache = MeasurementCache.default(refresh=getattr(args, "remeasure", False))
     with Store(args.store) as store:
+        store.check_readable()
         matrix = score_store(store, plugins, profile, options, cache=cache)
     if getattr(args, "json", False):
         print(json.dumps(matrix.to_dict(), indent=2, sort_keys=True, default=str))

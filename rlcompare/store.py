@@ -8,11 +8,11 @@ interface (pandas DataFrames).
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 import urllib.parse
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -91,13 +91,94 @@ def _migrate_1_to_2(connection: sqlite3.Connection) -> None:
 _MIGRATIONS = {1: _migrate_1_to_2}
 
 
+#: ``PRAGMA application_id`` of an rlcompare store ("RLCP"): a file without it (and without the
+#: version-1 layout) belongs to someone else and is never written to.
+APPLICATION_ID = 0x524C4350
+SQLITE_HEADER = b"SQLite format 3\x00"
+#: How long a writer waits for another driver's transaction before giving up on a store.
+BUSY_TIMEOUT_SECONDS = 60.0
+
+
+class StoreWriteError(StoreError):
+    """A finished run could not be committed (disk full, store locked, I/O error): its result stays
+    in its run directory and ``--resume`` stores it later."""
+
+    exit_status = 1
+
+
 class Store:
-    """A results store in one SQLite file; created on first write, never by a read."""
+    """A results store in one SQLite file.
+
+    Writers open it only after :meth:`check_writable` said it is an rlcompare store (or a new file)
+    that can be written; readers open the file read-only and never change it. Every user-visible
+    failure is a :class:`StoreError` naming the path.
+    """
 
     def __init__(self, path: str | Path) -> None:
+        self.given = str(path)  # as the user wrote it: pathlib turns '' into '.'
         self.path = Path(path)
         self._connection: sqlite3.Connection | None = None
         self._writable = False
+
+    # -- checking ----------------------------------------------------------------------------------
+
+    def check_writable(self) -> None:
+        """Everything a run needs of its store, checked before anything runs: a regular file (or a
+        new one in an existing, writable folder) that is an rlcompare store of a version this code
+        reads, can be written, and is not damaged. Creates the schema when the file is new."""
+        text = self.given
+        if not text or text.strip() != text:
+            raise StoreError(f"--store: {text!r} is not a file path")
+        if text == ":memory:" or text.startswith("file:"):
+            raise StoreError(f"--store: {text!r}: give a file path; an in-memory store keeps nothing")
+        parent = self.path.parent
+        if not parent.is_dir():
+            raise StoreError(f"--store: {self.path}: folder {parent} does not exist")
+        if self.path.exists() or self.path.is_symlink():
+            if not self.path.is_file():
+                raise StoreError(f"--store: {self.path} is not a regular file")
+            if not os.access(self.path, os.R_OK | os.W_OK):
+                raise StoreError(f"--store: {self.path} is not writable")
+            self._check_owned()
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise StoreError(f"--store: folder {parent} is not writable (SQLite needs a journal beside the store)")
+        connection = self._connect(create=True)
+        try:
+            problem = connection.execute("PRAGMA quick_check").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"--store: {self.path} is damaged ({exc})") from None
+        if problem != "ok":
+            raise StoreError(f"--store: {self.path} is damaged ({problem})")
+
+    def _check_owned(self) -> None:
+        """Refuse a file that is not an rlcompare store, reading nothing but its header and schema."""
+        with self.path.open("rb") as handle:
+            header = handle.read(100)
+        if not header:
+            return  # an empty file: SQLite treats it as a new database
+        if not header.startswith(SQLITE_HEADER):
+            raise StoreError(f"--store: {self.path} is not a results store (not an SQLite file)")
+        application_id = int.from_bytes(header[68:72], "big", signed=True)
+        if application_id == APPLICATION_ID:
+            return
+        try:
+            connection = sqlite3.connect(f"{self._uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_SECONDS)
+            try:
+                tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                version = self._schema_version(connection) if "meta" in tables else None
+            finally:
+                connection.close()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"--store: {self.path} is not a usable results store ({exc})") from None
+        if not tables:
+            return  # an SQLite file with nothing in it
+        if application_id != 0 or version is None or not {"runs", "curves"} <= tables:
+            listed = ", ".join(sorted(tables)[:5])
+            raise StoreError(f"--store: {self.path} is another application's database (tables {listed}); "
+                             "rlcompare writes only to its own stores")
+
+    def _uri(self) -> str:
+        return f"file:{urllib.parse.quote(str(self.path.resolve()))}"
 
     # -- connection --------------------------------------------------------------------------------
 
@@ -107,7 +188,11 @@ class Store:
         if self._connection is not None and (self._writable or not create):
             return self._connection
         self.close()
-        if not create and not self.path.exists():
+        try:
+            missing = not create and not self.path.is_file()
+        except OSError as exc:
+            raise StoreError(f"{self.path}: cannot reach the store ({exc.strerror})") from None
+        if missing:
             raise StoreError(f"no results store at {self.path} (run `rlcompare run` first or pass --store)")
         try:
             connection = self._open_writer() if create else self._open_reader()
@@ -117,29 +202,52 @@ class Store:
         return connection
 
     def _open_writer(self) -> sqlite3.Connection:
-        connection = sqlite3.connect(self.path, timeout=30)
-        connection.execute("PRAGMA foreign_keys = ON")
-        connection.execute("PRAGMA journal_mode = WAL")
-        connection.execute("PRAGMA synchronous = NORMAL")
-        version = self._schema_version(connection)
-        if version is None:
-            with connection:
-                connection.executescript(_SCHEMA)
-                connection.execute(
-                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-                )
-                connection.execute(
-                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('created_at', ?)", (str(time.time()),)
-                )
-        else:
-            self._check_version(version)
-            self._migrate(connection, version)
+        connection = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
+        try:
+            # two drivers may create the same new store at once: the first takes the write lock,
+            # the second waits for it and then finds the schema there
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                version = self._schema_version(connection)
+                if version is None:
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            connection.execute(statement)
+                    connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    connection.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+                                       (str(SCHEMA_VERSION),))
+                    connection.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('created_at', ?)",
+                                       (str(time.time()),))
+                else:
+                    self._check_version(version)
+                    if version < SCHEMA_VERSION:
+                        for step in range(version, SCHEMA_VERSION):
+                            _MIGRATIONS[step](connection)
+                        connection.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                                           (str(SCHEMA_VERSION),))
+                    connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                connection.execute("COMMIT")
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA synchronous = NORMAL")
+            connection.execute("PRAGMA foreign_keys = ON")
+        except BaseException:
+            connection.close()
+            raise
+        connection.isolation_level = ""  # back to transactions per `with connection`
         return connection
 
     def _open_reader(self) -> sqlite3.Connection:
-        uri = f"file:{urllib.parse.quote(str(self.path.resolve()))}?mode=ro"
-        connection = sqlite3.connect(uri, uri=True, timeout=30)
-        version = self._schema_version(connection)
+        self._check_owned()
+        try:
+            connection = sqlite3.connect(f"{self._uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_SECONDS)
+            version = self._schema_version(connection)
+        except sqlite3.OperationalError:
+            # a write-ahead-log store in a folder we cannot write: read it as an immutable file
+            connection = sqlite3.connect(f"{self._uri()}?mode=ro&immutable=1", uri=True)
+            version = self._schema_version(connection)
         if version is None:
             connection.close()
             raise StoreError(f"{self.path}: not a results store (no rlcompare schema)")
@@ -149,22 +257,18 @@ class Store:
             connection.backup(upgraded)
             connection.close()
             connection = upgraded
-            self._migrate(connection, version)
+            with connection:
+                for step in range(version, SCHEMA_VERSION):
+                    _MIGRATIONS[step](connection)
         connection.execute("PRAGMA foreign_keys = ON")
         return connection
 
     def _check_version(self, version: int) -> None:
         if version > SCHEMA_VERSION:
-            raise StoreError(f"{self.path}: schema version {version}, this rlcompare reads up to {SCHEMA_VERSION}")
-
-    @staticmethod
-    def _migrate(connection: sqlite3.Connection, version: int) -> None:
-        if version >= SCHEMA_VERSION:
-            return
-        with connection:
-            for step in range(version, SCHEMA_VERSION):
-                _MIGRATIONS[step](connection)
-            connection.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+            raise StoreError(f"{self.path}: schema version {version}, this rlcompare reads up to {SCHEMA_VERSION} "
+                             "(written by a newer rlcompare)")
+        if version < 1:
+            raise StoreError(f"{self.path}: invalid schema version {version}")
 
     @staticmethod
     def _schema_version(connection: sqlite3.Connection) -> int | None:
@@ -174,11 +278,30 @@ class Store:
         if not has_meta:
             return None
         row = connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        return int(row[0]) if row else None
+        if row is None:
+            return None
+        try:
+            return int(row[0])
+        except (TypeError, ValueError):
+            return -1
+
+    def check_readable(self) -> None:
+        """A store that exists and can be read, else one line naming the path (before any work)."""
+        try:
+            exists = self.path.is_file()
+        except OSError as exc:
+            raise StoreError(f"--store: cannot reach {self.path} ({exc.strerror})") from None
+        if not exists:
+            if self.path.exists():
+                raise StoreError(f"--store: {self.path} is not a regular file")
+            raise StoreError(f"--store: no results store at {self.path} (run `rlcompare run` first)")
+        if not os.access(self.path, os.R_OK):
+            raise StoreError(f"--store: {self.path} is not readable")
+        self._connect(create=False)
 
     def create(self) -> None:
         """Create the file and its schema now (or check an existing one), before any run."""
-        self._connect(create=True)
+        self.check_writable()
 
     def close(self) -> None:
         if self._connection is not None:
@@ -192,16 +315,12 @@ class Store:
     def __exit__(self, *_: Any) -> None:
         self.close()
 
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        connection = self._connect(create=True)
-        with connection:
-            yield connection
-
     # -- writing -----------------------------------------------------------------------------------
 
     def save_run(self, record: RunRecord, curve: Iterable[dict[str, Any]] = ()) -> None:
-        """Store one finished run and its curve in a single transaction (replacing an older try)."""
+        """Store one finished run and its curve in a single transaction (replacing an older try).
+
+        Raises :class:`StoreWriteError` when the transaction cannot be committed."""
         row = record.row()
         for column in records.json_columns():
             if row[column] is not None and not isinstance(row[column], str):
@@ -211,44 +330,54 @@ class Store:
              "run_id": row["run_id"], "returns_json": json.dumps(point.get("returns", []))}
             for point in curve
         ]
-        with self._transaction() as connection:
-            connection.execute("DELETE FROM curves WHERE run_id = ?", (row["run_id"],))
-            connection.execute(
-                f"INSERT OR REPLACE INTO runs ({', '.join(RUN_COLUMNS)}) "
-                f"VALUES ({', '.join('?' * len(RUN_COLUMNS))})",
-                [row[column] for column in RUN_COLUMNS],
-            )
-            connection.executemany(
-                f"INSERT OR REPLACE INTO curves ({', '.join(CURVE_COLUMNS)}) "
-                f"VALUES ({', '.join('?' * len(CURVE_COLUMNS))})",
-                [[point[column] for column in CURVE_COLUMNS] for point in points],
-            )
+        try:
+            connection = self._connect(create=True)
+            with connection:
+                connection.execute("DELETE FROM curves WHERE run_id = ?", (row["run_id"],))
+                connection.execute(
+                    f"INSERT OR REPLACE INTO runs ({', '.join(RUN_COLUMNS)}) "
+                    f"VALUES ({', '.join('?' * len(RUN_COLUMNS))})",
+                    [row[column] for column in RUN_COLUMNS],
+                )
+                connection.executemany(
+                    f"INSERT OR REPLACE INTO curves ({', '.join(CURVE_COLUMNS)}) "
+                    f"VALUES ({', '.join('?' * len(CURVE_COLUMNS))})",
+                    [[point[column] for column in CURVE_COLUMNS] for point in points],
+                )
+        except sqlite3.DatabaseError as exc:
+            raise StoreWriteError(f"{self.path}: could not store run {row['run_id']} ({exc})") from None
 
     # -- reading -----------------------------------------------------------------------------------
 
     def finished_digests(self) -> dict[str, str]:
         """``run_id -> workload digest`` of every run stored with status ok (for ``--resume``)."""
-        if not self.path.exists():
+        if not self.path.is_file() or self.path.stat().st_size == 0:
             return {}
-        rows = self._connect(create=False).execute(
-            "SELECT run_id, workload_digest FROM runs WHERE status = 'ok'"
-        ).fetchall()
+        rows = self._read("SELECT run_id, workload_digest FROM runs WHERE status = 'ok'")
         return dict(rows)
+
+    def _read(self, query: str) -> list[tuple[Any, ...]]:
+        try:
+            return self._connect(create=False).execute(query).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: cannot read the store ({exc})") from None
 
     def runs_frame(self) -> pd.DataFrame:
         """Every stored run, one row each, JSON columns left as text."""
-        import pandas as pd
-
-        connection = self._connect(create=False)
-        return pd.read_sql_query("SELECT * FROM runs ORDER BY workload_id, adapter, seed", connection)
+        return self._frame("SELECT * FROM runs ORDER BY workload_id, adapter, seed")
 
     def curves_frame(self) -> pd.DataFrame:
         """Every evaluation point of every run, joined with its run's workload, adapter and seed."""
+        return self._frame(
+            "SELECT c.*, r.workload_id, r.adapter, r.framework, r.seed FROM curves c "
+            "JOIN runs r USING (run_id) ORDER BY r.workload_id, r.adapter, r.seed, c.env_steps"
+        )
+
+    def _frame(self, query: str) -> pd.DataFrame:
         import pandas as pd
 
         connection = self._connect(create=False)
-        return pd.read_sql_query(
-            "SELECT c.*, r.workload_id, r.adapter, r.framework, r.seed FROM curves c "
-            "JOIN runs r USING (run_id) ORDER BY r.workload_id, r.adapter, r.seed, c.env_steps",
-            connection,
-        )
+        try:
+            return pd.read_sql_query(query, connection)
+        except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
+            raise StoreError(f"{self.path}: cannot read the store ({exc})") from None

@@ -16,7 +16,10 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-RESULT_FILE = "result.json"
+from rlcompare.driver_watch import watch_driver
+from rlcompare.rundir import RESULT, write_json_atomically
+
+RESULT_FILE = RESULT
 
 
 def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
@@ -58,6 +61,7 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    watch_driver()  # first: a worker whose driver dies stops, whatever it is doing
     argv = sys.argv[1:] if argv is None else argv
     spec_path = Path(argv[0])
     spec = json.loads(spec_path.read_text(encoding="utf-8"))
@@ -72,10 +76,8 @@ def main(argv: list[str] | None = None) -> int:
             "traceback": traceback.format_exc(),
         }
     result["worker_seconds"] = time.time() - started
-    result_path = Path(spec["run_dir"]) / RESULT_FILE
-    partial = result_path.with_suffix(".tmp")
-    partial.write_text(json.dumps(result, default=str), encoding="utf-8")
-    os.replace(partial, result_path)  # atomic: the runner never reads half a result
+    # atomic and synced: the driver (or the next one, if this one died) never reads half a result
+    write_json_atomically(Path(spec["run_dir"]) / RESULT, result)
     sys.stdout.flush()
     # Frameworks sometimes leave non-daemon threads behind; the result is safe, so leave now.
     os._exit(0 if result["status"] == "ok" else 1)

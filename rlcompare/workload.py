@@ -16,18 +16,34 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
 from rlcompare.errors import InvalidWorkloadError, UnknownNameError
+from rlcompare.limits import COUNTER_SLOTS
 
 SPEC_VERSION = 1
 ALGORITHMS = ("PPO", "A2C", "DQN", "SAC")
 Algorithm = Literal["PPO", "A2C", "DQN", "SAC"]
 WORKLOAD_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
+#: Longest workload id: run ids and run directories are built from it.
+MAX_ID_LENGTH = 64
+#: Largest budget accepted (a trillion env steps); larger numbers are typos, not plans.
+MAX_ENV_STEPS = 10**12
+MAX_SEEDS = 1_000
+MAX_WORKERS = 256
+#: Largest workload file read.
+MAX_FILE_BYTES = 1 << 20
+
+# TOML and JSON carry types: a number where a number is meant, true/false where a switch is.
+# Strict types refuse a bool for a number (``env_steps = true``) and a string for either; a float
+# field still takes an integer. Floats must be finite.
+Int = Annotated[int, Strict()]
+Float = Annotated[float, Strict()]
+Bool = Annotated[bool, Strict()]
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -40,70 +56,70 @@ class PPOHyperparameters(_Spec):
     """Proximal Policy Optimization (clipped surrogate objective, GAE)."""
 
     algorithm: Literal["PPO"] = Field("PPO", exclude=True)
-    learning_rate: float = Field(3e-4, gt=0, description="Adam step size, constant over training.")
-    gamma: float = Field(0.99, gt=0, le=1, description="Discount factor.")
-    gae_lambda: float = Field(0.95, ge=0, le=1, description="GAE lambda.")
-    clip_range: float = Field(0.2, gt=0, description="Policy ratio clip epsilon.")
-    rollout_steps: int = Field(128, gt=0, description="Steps collected per environment per update.")
-    minibatch_size: int = Field(64, gt=0, description="Transitions per gradient step.")
-    epochs: int = Field(10, gt=0, description="Passes over each rollout.")
-    entropy_coef: float = Field(0.0, ge=0, description="Entropy bonus coefficient.")
-    value_coef: float = Field(0.5, ge=0, description="Value-loss coefficient.")
-    max_grad_norm: float = Field(0.5, gt=0, description="Global gradient-norm clip.")
-    normalize_advantage: bool = Field(True, description="Normalize advantages per minibatch.")
+    learning_rate: Float = Field(3e-4, gt=0, description="Adam step size, constant over training.")
+    gamma: Float = Field(0.99, gt=0, le=1, description="Discount factor.")
+    gae_lambda: Float = Field(0.95, ge=0, le=1, description="GAE lambda.")
+    clip_range: Float = Field(0.2, gt=0, description="Policy ratio clip epsilon.")
+    rollout_steps: Int = Field(128, gt=0, description="Steps collected per environment per update.")
+    minibatch_size: Int = Field(64, gt=0, description="Transitions per gradient step.")
+    epochs: Int = Field(10, gt=0, description="Passes over each rollout.")
+    entropy_coef: Float = Field(0.0, ge=0, description="Entropy bonus coefficient.")
+    value_coef: Float = Field(0.5, ge=0, description="Value-loss coefficient.")
+    max_grad_norm: Float = Field(0.5, gt=0, description="Global gradient-norm clip.")
+    normalize_advantage: Bool = Field(True, description="Normalize advantages per minibatch.")
 
 
 class A2CHyperparameters(_Spec):
     """Advantage Actor-Critic (synchronous)."""
 
     algorithm: Literal["A2C"] = Field("A2C", exclude=True)
-    learning_rate: float = Field(7e-4, gt=0, description="Optimizer step size, constant.")
+    learning_rate: Float = Field(7e-4, gt=0, description="Optimizer step size, constant.")
     optimizer: Literal["adam", "rmsprop"] = Field(
         "adam", description="Optimizer; Adam by default because most frameworks use it for A2C."
     )
-    gamma: float = Field(0.99, gt=0, le=1, description="Discount factor.")
-    gae_lambda: float = Field(1.0, ge=0, le=1, description="GAE lambda (1.0: n-step returns).")
-    rollout_steps: int = Field(5, gt=0, description="Steps collected per environment per update.")
-    entropy_coef: float = Field(0.0, ge=0, description="Entropy bonus coefficient.")
-    value_coef: float = Field(0.5, ge=0, description="Value-loss coefficient.")
-    max_grad_norm: float = Field(0.5, gt=0, description="Global gradient-norm clip.")
-    normalize_advantage: bool = Field(False, description="Normalize advantages per update.")
+    gamma: Float = Field(0.99, gt=0, le=1, description="Discount factor.")
+    gae_lambda: Float = Field(1.0, ge=0, le=1, description="GAE lambda (1.0: n-step returns).")
+    rollout_steps: Int = Field(5, gt=0, description="Steps collected per environment per update.")
+    entropy_coef: Float = Field(0.0, ge=0, description="Entropy bonus coefficient.")
+    value_coef: Float = Field(0.5, ge=0, description="Value-loss coefficient.")
+    max_grad_norm: Float = Field(0.5, gt=0, description="Global gradient-norm clip.")
+    normalize_advantage: Bool = Field(False, description="Normalize advantages per update.")
 
 
 class DQNHyperparameters(_Spec):
     """Deep Q-Network with a target network and an epsilon-greedy schedule."""
 
     algorithm: Literal["DQN"] = Field("DQN", exclude=True)
-    learning_rate: float = Field(1e-4, gt=0, description="Adam step size, constant.")
-    gamma: float = Field(0.99, gt=0, le=1, description="Discount factor.")
-    buffer_size: int = Field(100_000, gt=0, description="Replay buffer capacity in transitions.")
-    learning_starts: int = Field(1_000, ge=0, description="Env steps before the first update.")
-    minibatch_size: int = Field(64, gt=0, description="Transitions per gradient step.")
-    train_every: int = Field(4, gt=0, description="Env steps between updates.")
-    gradient_steps: int = Field(1, gt=0, description="Gradient steps per update.")
-    target_update_interval: int = Field(1_000, gt=0, description="Env steps between target syncs.")
-    exploration_initial_eps: float = Field(1.0, ge=0, le=1, description="Initial epsilon.")
-    exploration_final_eps: float = Field(0.05, ge=0, le=1, description="Final epsilon.")
-    exploration_fraction: float = Field(
+    learning_rate: Float = Field(1e-4, gt=0, description="Adam step size, constant.")
+    gamma: Float = Field(0.99, gt=0, le=1, description="Discount factor.")
+    buffer_size: Int = Field(100_000, gt=0, description="Replay buffer capacity in transitions.")
+    learning_starts: Int = Field(1_000, ge=0, description="Env steps before the first update.")
+    minibatch_size: Int = Field(64, gt=0, description="Transitions per gradient step.")
+    train_every: Int = Field(4, gt=0, description="Env steps between updates.")
+    gradient_steps: Int = Field(1, gt=0, description="Gradient steps per update.")
+    target_update_interval: Int = Field(1_000, gt=0, description="Env steps between target syncs.")
+    exploration_initial_eps: Float = Field(1.0, ge=0, le=1, description="Initial epsilon.")
+    exploration_final_eps: Float = Field(0.05, ge=0, le=1, description="Final epsilon.")
+    exploration_fraction: Float = Field(
         0.1, gt=0, le=1, description="Share of the budget over which epsilon decays linearly."
     )
-    max_grad_norm: float = Field(10.0, gt=0, description="Global gradient-norm clip.")
-    double_q: bool = Field(False, description="Double Q-learning targets.")
+    max_grad_norm: Float = Field(10.0, gt=0, description="Global gradient-norm clip.")
+    double_q: Bool = Field(False, description="Double Q-learning targets.")
 
 
 class SACHyperparameters(_Spec):
     """Soft Actor-Critic with automatic entropy tuning by default."""
 
     algorithm: Literal["SAC"] = Field("SAC", exclude=True)
-    learning_rate: float = Field(3e-4, gt=0, description="Adam step size for actor, critics, alpha.")
-    gamma: float = Field(0.99, gt=0, le=1, description="Discount factor.")
-    buffer_size: int = Field(1_000_000, gt=0, description="Replay buffer capacity in transitions.")
-    learning_starts: int = Field(100, ge=0, description="Env steps before the first update.")
-    minibatch_size: int = Field(256, gt=0, description="Transitions per gradient step.")
-    tau: float = Field(0.005, gt=0, le=1, description="Polyak coefficient for target critics.")
-    train_every: int = Field(1, gt=0, description="Env steps between updates.")
-    gradient_steps: int = Field(1, gt=0, description="Gradient steps per update.")
-    entropy_coef: float | Literal["auto"] = Field("auto", description="Fixed alpha, or 'auto'.")
+    learning_rate: Float = Field(3e-4, gt=0, description="Adam step size for actor, critics, alpha.")
+    gamma: Float = Field(0.99, gt=0, le=1, description="Discount factor.")
+    buffer_size: Int = Field(1_000_000, gt=0, description="Replay buffer capacity in transitions.")
+    learning_starts: Int = Field(100, ge=0, description="Env steps before the first update.")
+    minibatch_size: Int = Field(256, gt=0, description="Transitions per gradient step.")
+    tau: Float = Field(0.005, gt=0, le=1, description="Polyak coefficient for target critics.")
+    train_every: Int = Field(1, gt=0, description="Env steps between updates.")
+    gradient_steps: Int = Field(1, gt=0, description="Gradient steps per update.")
+    entropy_coef: Float | Literal["auto"] = Field("auto", description="Fixed alpha, or 'auto'.")
 
 
 Hyperparameters = Annotated[
@@ -121,14 +137,23 @@ HYPERPARAMETER_MODELS: dict[str, type[_Spec]] = {
 class Parallelism(_Spec):
     """How experience is collected (the survey's simulation and computing parallelism)."""
 
-    envs_per_worker: int = Field(1, gt=0, description="Vectorized environments in each worker.")
-    workers: int = Field(
-        1, gt=0, description="Rollout workers (processes) stepping environments; 1 = in-process."
+    envs_per_worker: Int = Field(1, gt=0, le=COUNTER_SLOTS, description="Vectorized environments in each worker.")
+    workers: Int = Field(
+        1, gt=0, le=MAX_WORKERS, description="Rollout workers (processes) stepping environments; 1 = in-process."
     )
     mode: Literal["sync", "async"] = Field("sync", description="Synchronous or asynchronous sampling.")
-    threads_per_worker: int = Field(
-        1, gt=0, description="Torch/BLAS threads per process, pinned identically for every adapter."
+    threads_per_worker: Int = Field(
+        1, gt=0, le=MAX_WORKERS, description="Torch/BLAS threads per process, pinned identically for every adapter."
     )
+
+    @model_validator(mode="after")
+    def _fits_the_counter(self) -> Parallelism:
+        if self.total_envs > COUNTER_SLOTS:
+            raise ValueError(
+                f"parallelism: {self.workers} workers x {self.envs_per_worker} envs = {self.total_envs} environments; "
+                f"the harness counts at most {COUNTER_SLOTS} per run"
+            )
+        return self
 
     @property
     def total_envs(self) -> int:
@@ -138,8 +163,8 @@ class Parallelism(_Spec):
 class Network(_Spec):
     """Fully connected policy and value networks (separate, same shape)."""
 
-    hidden_sizes: tuple[Annotated[int, Field(gt=0)], ...] = Field(
-        (64, 64), min_length=1, description="Hidden layer widths."
+    hidden_sizes: tuple[Annotated[int, Strict(), Field(gt=0, le=65_536)], ...] = Field(
+        (64, 64), min_length=1, max_length=16, description="Hidden layer widths."
     )
     activation: Literal["tanh", "relu"] = Field("tanh", description="Hidden activation.")
 
@@ -147,33 +172,35 @@ class Network(_Spec):
 class Evaluation(_Spec):
     """The harness's own evaluation protocol, the same for every adapter."""
 
-    interval_steps: int | None = Field(
+    interval_steps: Int | None = Field(
         None, gt=0, description="Env steps between evaluation points (default: a tenth of the budget)."
     )
-    episodes: int = Field(10, gt=0, description="Episodes per evaluation point.")
-    deterministic: bool = Field(True, description="Greedy / mean actions during evaluation.")
-    seed_offset: int = Field(
+    episodes: Int = Field(10, gt=0, description="Episodes per evaluation point.")
+    deterministic: Bool = Field(True, description="Greedy / mean actions during evaluation.")
+    seed_offset: Int = Field(
         1_000_000, ge=0, description="Evaluation env seeds are seed_offset + run seed * episodes + i."
     )
-    at_start: bool = Field(True, description="Also evaluate the untrained policy at step 0.")
+    at_start: Bool = Field(True, description="Also evaluate the untrained policy at step 0.")
 
 
 class Workload(_Spec):
     """One library-neutral training job; every adapter receives exactly this."""
 
     spec_version: Literal[1] = Field(SPEC_VERSION, description="Version of this spec format.")
-    id: str = Field(pattern=WORKLOAD_ID_PATTERN, description="Greppable id, e.g. 'cartpole-ppo'.")
-    description: str = ""
-    env: str = Field(min_length=1, description="Gymnasium environment id, e.g. 'CartPole-v1'.")
-    env_kwargs: dict[str, Any] = Field(default_factory=dict, description="Passed to gymnasium.make.")
+    id: str = Field(pattern=WORKLOAD_ID_PATTERN, max_length=MAX_ID_LENGTH, description="Greppable id, e.g. 'cartpole-ppo'.")
+    description: str = Field("", max_length=2_000, description="One line for listings and reports.")
+    env: str = Field(min_length=1, max_length=200, description="Gymnasium environment id, e.g. 'CartPole-v1'.")
+    env_kwargs: dict[str, Annotated[Any, Field()]] = Field(
+        default_factory=dict, max_length=64, description="Passed to gymnasium.make (checked when planning)."
+    )
     algorithm: Algorithm = Field(description="Canonical algorithm name.")
-    env_steps: int = Field(gt=0, description="Training budget in environment steps.")
-    seeds: int = Field(2, gt=0, description="Number of seeds (seed values 0..seeds-1).")
+    env_steps: Int = Field(gt=0, le=MAX_ENV_STEPS, description="Training budget in environment steps.")
+    seeds: Int = Field(2, gt=0, le=MAX_SEEDS, description="Number of seeds (seed values 0..seeds-1).")
     parallelism: Parallelism = Field(default_factory=Parallelism)
     network: Network = Field(default_factory=Network)
     hyperparameters: Hyperparameters = Field(description="Canonical hyperparameters.")
     evaluation: Evaluation = Field(default_factory=Evaluation)
-    success_threshold: float | None = Field(
+    success_threshold: Float | None = Field(
         None, description="Mean evaluation return counted as solving the task."
     )
 
@@ -184,7 +211,8 @@ class Workload(_Spec):
         if isinstance(data, dict):
             data = dict(data)
             raw = data.get("hyperparameters", {})
-            if isinstance(raw, dict) and data.get("algorithm") in HYPERPARAMETER_MODELS:
+            algorithm = data.get("algorithm")
+            if isinstance(raw, dict) and isinstance(algorithm, str) and algorithm in HYPERPARAMETER_MODELS:
                 data["hyperparameters"] = {**raw, "algorithm": data["algorithm"]}
         return data
 
@@ -221,6 +249,8 @@ class Workload(_Spec):
         return list(range(self.seeds))
 
     def with_seeds(self, seeds: int) -> Workload:
+        if not 0 < seeds <= MAX_SEEDS:
+            raise InvalidWorkloadError(f"--seeds: expected 1 to {MAX_SEEDS}, got {seeds}")
         return self.model_copy(update={"seeds": seeds})
 
     def to_dict(self) -> dict[str, Any]:
@@ -258,17 +288,39 @@ def workload_from_dict(data: Any, source: str) -> Workload:
 def load_workload_file(path: str | Path) -> Workload:
     """Read one workload from a TOML file; ``id`` defaults to the file's stem."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InvalidWorkloadError(f"{path}: cannot read workload file ({exc.strerror})") from None
+    text = read_text_file(path, "workload file", InvalidWorkloadError)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InvalidWorkloadError(f"{path}: not valid TOML ({exc})") from None
     if "id" not in data:
-        data["id"] = re.sub(r"[^a-z0-9._-]+", "-", path.stem.lower()).strip("-") or "workload"
+        data["id"] = re.sub(r"[^a-z0-9._-]+", "-", path.stem.lower()).strip("-")[:MAX_ID_LENGTH] or "workload"
     return workload_from_dict(data, str(path))
+
+
+def read_text_file(path: Path, what: str, error: type[Exception], limit: int = MAX_FILE_BYTES) -> str:
+    """The UTF-8 text of a regular file no larger than ``limit``, or ``error`` with one line.
+
+    A FIFO, a device such as /dev/zero, a folder or a huge file is refused before it is read."""
+    import stat
+
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise error(f"{path}: cannot read {what} ({exc.strerror})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise error(f"{path}: {what} must be a regular file")
+    if info.st_size > limit:
+        raise error(f"{path}: {what} is {info.st_size:,} bytes; at most {limit:,} are read")
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(limit + 1)
+    except OSError as exc:
+        raise error(f"{path}: cannot read {what} ({exc.strerror})") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: {what} is not UTF-8 text (byte {exc.start})") from None
 
 
 def describe_validation_error(exc: ValidationError) -> str:
@@ -320,11 +372,21 @@ def _model_at(loc: list[str]) -> type[BaseModel] | None:
 
 
 def check_environment(workload: Workload) -> None:
-    """Refuse a workload whose environment is not registered with Gymnasium (imports gymnasium)."""
+    """Refuse a workload whose environment is not registered with Gymnasium, or cannot be made with
+    its ``env_kwargs`` (imports gymnasium and makes the environment once)."""
     import gymnasium
 
-    from rlcompare.envs import register_builtin_envs
+    from rlcompare.envs import make_env, register_builtin_envs
 
     register_builtin_envs()
     if workload.env not in gymnasium.envs.registry:
         raise UnknownNameError("environment", workload.env, gymnasium.envs.registry)
+    try:
+        env = make_env(workload.env, workload.env_kwargs)
+    except Exception as exc:  # noqa: BLE001 - whatever the environment says is the user's answer
+        message = f"{type(exc).__name__}: {exc}".splitlines()[0][:300] if str(exc) else type(exc).__name__
+        raise InvalidWorkloadError(
+            f"workload {workload.id!r}: field 'env_kwargs': {workload.env} cannot be made with "
+            f"{dict(workload.env_kwargs)!r} ({message})"
+        ) from None
+    env.close()

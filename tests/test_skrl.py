@@ -50,7 +50,7 @@ def skrl_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
     existed = logs.exists()
     summary = LocalRunner(store, jobs=2, timeout_seconds=300).run(plan)
     assert [o.status for o in summary.outcomes] == ["ok"] * len(TINY), [
-        o.record.get("traceback") for o in summary.outcomes]
+        o.record.traceback for o in summary.outcomes]
     assert existed or not logs.exists(), "skrl wrote experiment data into the working directory"
     return store
 

@@ -47,7 +47,7 @@ def torchrl_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
     store = Store(tmp_path_factory.mktemp("torchrl") / "runs.db")
     summary = LocalRunner(store, jobs=2, timeout_seconds=300).run(plan)
     assert [o.status for o in summary.outcomes] == ["ok"] * len(TINY), [
-        o.record.get("traceback") for o in summary.outcomes]
+        o.record.traceback for o in summary.outcomes]
     return store
 
 

@@ -212,10 +212,31 @@ def score_store(
     store: Store, plugins: Plugins, profile: WeightProfile, options: ScoringOptions | None = None,
     cache: MeasurementCache | None = None, inputs: dict[str, Any] | None = None,
 ) -> ScoreMatrix:
-    """Score everything in ``store`` with the criteria ``plugins`` registered."""
-    data = ScoringData(store.runs_frame(), curves=store.curves_frame, plugins=plugins,
-                       cache=cache if cache is not None else MeasurementCache.default())
+    """Score everything in ``store`` with the criteria ``plugins`` registered. Runs of an older
+    version of a workload (another digest under the same id) are not pooled with the current ones:
+    they are listed as stale and left out."""
+    current, stale = split_stale_runs(store.runs_frame())
+    kept = set(current["run_id"])
+
+    def curves() -> pd.DataFrame:
+        frame = store.curves_frame()
+        return frame[frame["run_id"].isin(kept)]
+
+    data = ScoringData(current, curves=curves, plugins=plugins,
+                       cache=cache if cache is not None else MeasurementCache.default(), stale_runs=stale)
     return score(data, plugins.criteria, profile, options, inputs)
+
+
+def split_stale_runs(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(current, stale): per workload id, the runs of its current spec (the digest of its most
+    recently finished run) and the runs of any other digest."""
+    if runs.empty:
+        return runs, runs
+    finished = pd.to_numeric(runs["finished_at"], errors="coerce").fillna(-np.inf)
+    latest = runs.assign(_finished=finished).sort_values("_finished", kind="stable")
+    current_digest = latest.groupby("workload_id")["workload_digest"].last()
+    is_current = runs["workload_digest"].to_numpy() == runs["workload_id"].map(current_digest).to_numpy()
+    return runs[is_current].reset_index(drop=True), runs[~is_current].reset_index(drop=True)
 
 
 def score(
@@ -311,9 +332,18 @@ def _values_frame(results: Mapping[str, CriterionResult]) -> pd.DataFrame:
 def _excluded_runs(data: ScoringData) -> list[dict[str, Any]]:
     runs = data.runs
     started = runs[runs["status"].isin(STARTED_STATUSES) & (runs["status"] != "ok")]
-    return [{"run_id": r.run_id, "adapter": r.adapter, "workload": r.workload_id, "seed": int(r.seed),
-             "status": r.status, "reason": r.error if isinstance(r.error, str) else ""}
-            for r in started.sort_values("run_id").itertuples()]
+    excluded = [{"run_id": r.run_id, "adapter": r.adapter, "workload": r.workload_id, "seed": int(r.seed),
+                 "status": r.status, "reason": r.error if isinstance(r.error, str) else ""}
+                for r in started.sort_values("run_id").itertuples()]
+    stale = data.stale_runs
+    if stale is not None and not stale.empty:
+        current = dict(zip(runs["workload_id"], runs["workload_digest"], strict=True))
+        excluded += [{"run_id": r.run_id, "adapter": r.adapter, "workload": r.workload_id, "seed": int(r.seed),
+                      "status": "stale",
+                      "reason": f"workload {r.workload_id!r} changed since this run (its digest {r.workload_digest}, "
+                                f"now {current.get(r.workload_id, '?')}); not pooled with the current runs"}
+                     for r in stale.sort_values("run_id").itertuples()]
+    return excluded
 
 
 # -- resampling units ---------------------------------------------------------------------------------

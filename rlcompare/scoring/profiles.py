@@ -134,11 +134,12 @@ def _table(path: Path, data: dict[str, Any], key: str) -> dict[str, Any]:
 def load_weights_file(path: str | Path, criteria: Mapping[str, Any]) -> WeightProfile:
     """A profile from a TOML file, validated against the registered ``criteria``; errors are one
     line naming the file and the offending key."""
+    from rlcompare.workload import read_text_file
+
     path = Path(path)
+    text = read_text_file(path, "weights file", UsageError, limit=1 << 16)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"--weights: cannot read {path} ({exc.strerror})") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: not valid TOML ({exc})") from None
     unknown = [key for key in data if key not in _FILE_KEYS]

@@ -107,8 +107,24 @@ class SleepyAdapter(FakeAdapter):
             time.sleep(0.002)
 
 
+class HungryAdapter(FakeAdapter):
+    id = "hungry"
+    summary = "holds FAKEFW_HUNGRY_MIB MiB of memory while it steps at random (tests only)"
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(algorithms=frozenset({"PPO"}))
+
+    def train(self, workload: Any, context: Any) -> TrainingResult:
+        ballast = np.ones(int(os.environ.get("FAKEFW_HUNGRY_MIB", "300")) * 2**20 // 8)  # touched: resident
+        time.sleep(2.0)  # long enough for the runner to see it
+        result = super().train(workload, context)
+        del ballast
+        return result
+
+
 @hookimpl
 def rlcompare_register_adapters(register: Any) -> None:
     register.add_adapter(FakeAdapter)
+    register.add_adapter(HungryAdapter)
     register.add_adapter(RaisingAdapter)
     register.add_adapter(SleepyAdapter)

@@ -1,0 +1,72 @@
+"""Inside a worker: stop the run's whole process tree when its driver dies.
+
+The driver keeps the write end of a pipe whose read end the worker inherits; a thread of the worker
+blocks reading it. The read returns only when every write end is closed, which happens when the
+driver exits or is killed (SIGKILL included), so a worker never trains on unsupervised. The tree is
+the worker's process group plus every process carrying the run's ``RLCOMPARE_RUN_ID`` (daemons
+such as Ray's may leave the group). Standard library only: the worker may run in another
+environment.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from pathlib import Path
+
+DRIVER_FD_ENV = "RLCOMPARE_DRIVER_FD"
+RUN_ID_ENV = "RLCOMPARE_RUN_ID"
+
+
+def watch_driver() -> threading.Thread | None:
+    """Start the watching thread if the driver handed this process a pipe; None otherwise."""
+    text = os.environ.pop(DRIVER_FD_ENV, None)
+    if not text or not text.isdigit():
+        return None
+    fd = int(text)
+    try:
+        os.set_inheritable(fd, False)  # the worker's own children do not need it
+    except OSError:
+        return None
+    thread = threading.Thread(target=_wait_then_stop, args=(fd,), name="rlcompare-driver-watch", daemon=True)
+    thread.start()
+    return thread
+
+
+def _wait_then_stop(fd: int) -> None:
+    try:
+        while os.read(fd, 1):
+            pass
+    except OSError:
+        pass
+    stop_run_tree(os.environ.get(RUN_ID_ENV))
+
+
+def marked_processes(run_id: str) -> list[int]:
+    """Pids of live processes (other than this one) whose environment carries ``run_id``."""
+    marker = f"{RUN_ID_ENV}={run_id}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if marker in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def stop_run_tree(run_id: str | None) -> None:
+    """SIGKILL every process of the run outside this process group, then the group (this one too)."""
+    if run_id:
+        for pid in marked_processes(run_id):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    try:
+        os.killpg(os.getpgid(0), signal.SIGKILL)
+    finally:
+        os._exit(137)
