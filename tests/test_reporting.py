@@ -310,3 +310,17 @@ def test_cite_prints_each_format(written: Path, capsys: pytest.CaptureFixture[st
     assert run_command(["cite", "--store", store, "--reps", REPS, "--author", "Ada Lovelace"]) == 0
     bibtex = capsys.readouterr().out
     assert bibtex == (written / "out" / "rlcompare-matrix.bib").read_text().replace("{rlcompare}", "{Ada Lovelace}")
+
+
+def test_docs_describe_every_format_and_table() -> None:
+    from rlcompare.reporting.builtin_formats import BUILTIN_FORMATS
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "reports.md").read_text(encoding="utf-8")
+    for report_format in BUILTIN_FORMATS:
+        assert f"| `{report_format.id}` |" in docs, report_format.id
+    for table in TABLES:
+        assert f"`{table}`" in docs, table
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    for command in ("rlcompare cite", "rlcompare bundle", "rlcompare verify", "rlcompare score  --bundle",
+                    "rlcompare list formats"):
+        assert command in readme, command

@@ -76,11 +76,11 @@ def _run_digests(inputs: Mapping[str, Any]) -> dict[str, str]:
 def bundle_document(inputs: ScoringInputs, matrix: ScoreMatrix, citation: Citation, source: str) -> dict[str, Any]:
     data = inputs.to_dict()
     return {
-        "format": BUNDLE_FORMAT, "bundle_version": BUNDLE_VERSION, "digest": digest(data),
+        "format": BUNDLE_FORMAT, "bundle_version": BUNDLE_VERSION, "digest": digest(data, is_canonical=True),
         "rlcompare_version": inputs.rlcompare_version,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "source": {"store": source},
         "citation": citation.to_dict(),
-        "sections": {name: digest(data.get(name)) for name in SECTIONS},
+        "sections": {name: digest(data.get(name), is_canonical=True) for name in SECTIONS},
         "run_digests": _run_digests(data),
         "inputs": data,
         "matrix": canonical(matrix.to_dict()),

@@ -53,12 +53,13 @@ def _number(value: float) -> int | float | str:
     return value
 
 
-def canonical_bytes(value: Any) -> bytes:
-    """The canonical UTF-8 JSON text of ``value``: sorted keys, no insignificant whitespace."""
-    return json.dumps(canonical(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode("utf-8")
+def canonical_bytes(value: Any, *, is_canonical: bool = False) -> bytes:
+    """The canonical UTF-8 JSON text of ``value``: sorted keys, no insignificant whitespace.
+    ``is_canonical`` skips the conversion for data that :func:`canonical` returned already."""
+    return json.dumps(value if is_canonical else canonical(value), sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
-def digest(value: Any) -> str:
+def digest(value: Any, *, is_canonical: bool = False) -> str:
     """``sha256:<hex>`` of the canonical serialization of ``value``."""
-    return f"{DIGEST_ALGORITHM}:{hashlib.sha256(canonical_bytes(value)).hexdigest()}"
+    return f"{DIGEST_ALGORITHM}:{hashlib.sha256(canonical_bytes(value, is_canonical=is_canonical)).hexdigest()}"

@@ -190,7 +190,7 @@ class ScoringInputs:
 
     def digest(self) -> str:
         """``sha256:<hex>`` over the canonical inputs document."""
-        return digest(self.to_dict())
+        return digest(self.to_dict(), is_canonical=True)
 
     # -- back to frames -------------------------------------------------------------------------
 

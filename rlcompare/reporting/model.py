@@ -177,7 +177,10 @@ def reproduce_commands(
     runs = report.runs
     matrix = report.matrix
     q = shlex.quote
-    adapters = ",".join(sorted(runs["adapter"].unique().tolist()))
+    # a pair refused up front is stored only when no adapters were named (naming an adapter that
+    # cannot run a workload stops `run`): then every adapter was asked, and the command names none
+    adapters = "" if (runs["status"] == "unsupported").any() else \
+        f" --adapters {q(','.join(sorted(runs['adapter'].unique().tolist())))}"
     seeds = int(runs["seed"].max()) + 1 if len(runs) else 1
     stored = dict(zip(runs["workload_id"], runs["workload_digest"], strict=True))
     suite = next((name for name, s in sorted(plugins.suites.items())
@@ -186,10 +189,10 @@ def reproduce_commands(
                  None)
     commands = []
     if suite is not None:
-        commands.append(f"rlcompare run --suite {q(suite)} --adapters {q(adapters)} --seeds {seeds} --store {q(store)}")
+        commands.append(f"rlcompare run --suite {q(suite)}{adapters} --seeds {seeds} --store {q(store)}")
     else:
         files = " ".join(q(f"{w}.toml") for w in sorted(stored))
-        commands.append(f"rlcompare run --workload {files} --adapters {q(adapters)} --seeds {seeds} --store {q(store)}"
+        commands.append(f"rlcompare run --workload {files}{adapters} --seeds {seeds} --store {q(store)}"
                         "  # workload specs: the bundle's inputs.workloads")
     profile = f"--weights {q(weights_file)}" if weights_file else f"--profile {q(matrix.profile.name)}"
     options = ""

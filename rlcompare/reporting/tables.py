@@ -278,19 +278,15 @@ def feature_table(frameworks: Sequence[str], entries: Mapping[str, Any]) -> pd.D
     known = [entries[f] for f in frameworks if f in entries and getattr(entries[f], "domain", "") == "control"]
     if not known:
         return _frame([], ("framework", "dimension", "value", "offered"))
+    import pandas as pd
+
     matrix = feature_matrix(known)
     rows = []
     for framework, row in matrix.iterrows():
         for (dimension, value), offered in row.items():
             rows.append({"framework": framework, "dimension": dimension, "value": value,
-                         "offered": None if offered is None or offered is _na() else bool(offered)})
+                         "offered": None if pd.isna(offered) else bool(offered)})
     return _frame(rows, ("framework", "dimension", "value", "offered"))
-
-
-def _na() -> Any:
-    import pandas as pd
-
-    return pd.NA
 
 
 def missing_reasons(matrix: ScoreMatrix) -> list[dict[str, Any]]:
