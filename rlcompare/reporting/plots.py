@@ -310,7 +310,7 @@ def resources(report: Report) -> tuple[Figure, str] | None:
     adapters = matrix.adapters
     workload_labels = [plot_text(w) for w in workloads]
     bottom = _label_inches(workload_labels, 20) + 0.35
-    figure = _new_figure(min(16.0, max(4.5, 0.4 * len(workloads) * max(1, len(adapters)) + 1.5)),
+    figure = _new_figure(min(11.0, max(4.5, 0.4 * len(workloads) * max(1, len(adapters)) + 1.5)),
                          2.2 * len(present) + bottom)
     axes = figure.subplots(len(present), 1, squeeze=False)[:, 0]
     _margins(figure, left=1.0, bottom=bottom, right=0.2, top=0.45, hspace=0.35)
