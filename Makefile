@@ -18,9 +18,19 @@ $(STAMP): pyproject.toml
 
 demo: install
 	$(VENV)/bin/rlcompare run --suite quick --jobs 2 --store rlcompare.db; status=$$?; \
-	$(VENV)/bin/rlcompare report --store rlcompare.db --out reports --format md && exit $$status
+	$(VENV)/bin/rlcompare report --store rlcompare.db --out reports/demo --format html,md && \
+	$(VENV)/bin/rlcompare cite --store rlcompare.db --format bibtex | tee reports/demo/rlcompare-matrix.bib && \
+	exit $$status
 
+# The HTML report's browser test drives Debian's chromium (never a browser download): installed
+# here where it is missing and apt-get can; the test says why it skips where it cannot.
 test: install
+	@if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 || \
+		{ apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive \
+		  apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1; } || \
+		echo "chromium could not be installed: the browser test will skip"; \
+	fi
 	$(PY) -m pytest
 
 lint: install
@@ -30,4 +40,4 @@ bench: install
 	$(PY) benchmarks/overhead.py
 
 clean:
-	rm -rf $(VENV) rlcompare.db rlcompare.db-wal rlcompare.db-shm .pytest_cache
+	rm -rf $(VENV) rlcompare.db rlcompare.db-wal rlcompare.db-shm .pytest_cache reports/demo

@@ -1,4 +1,5 @@
-"""The ``rlcompare`` command line: list, doctor, plan, run, report.
+"""The ``rlcompare`` command line: list, doctor, plan, run (and the commands of score_cli,
+registry_cli and reporting.cli).
 
 Exit status: 0 all well; 1 some runs failed (the rest stored); 2 bad usage or invalid input, with
 one line naming the offender and nothing written.
@@ -17,6 +18,8 @@ from typing import Any, NoReturn
 from rlcompare.errors import RLCompareError
 from rlcompare.registry_cli import COMMANDS as REGISTRY_COMMANDS
 from rlcompare.registry_cli import add_commands as add_registry_commands
+from rlcompare.reporting.cli import COMMANDS as REPORTING_COMMANDS
+from rlcompare.reporting.cli import add_commands as add_reporting_commands
 from rlcompare.score_cli import COMMANDS as SCORE_COMMANDS
 from rlcompare.score_cli import add_commands as add_score_commands
 
@@ -84,8 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    listing = commands.add_parser("list", help="list adapters, criteria, workloads or suites")
-    listing.add_argument("kind", choices=("adapters", "criteria", "workloads", "suites"))
+    listing = commands.add_parser("list", help="list adapters, criteria, workloads, suites or report formats")
+    listing.add_argument("kind", choices=("adapters", "criteria", "workloads", "suites", "formats"))
     listing.add_argument("--json", action="store_true", help="machine-readable output")
 
     doctor = commands.add_parser("doctor", help="which adapters import, library versions, host")
@@ -111,13 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
                                  help="per run, e.g. 4G: a run whose process tree grows past it is stopped "
                                       "and stored as failed")
 
-    report = commands.add_parser("report", help="write reports from a results store")
-    report.add_argument("--store", default=DEFAULT_STORE, metavar="PATH", help="SQLite results store")
-    report.add_argument("--out", default="reports", metavar="DIR", help="output directory")
-    report.add_argument("--format", type=_name_list, default=["md"], metavar="FMT", help="comma-separated: md")
-
     add_registry_commands(commands)
     add_score_commands(commands)
+    add_reporting_commands(commands)
     return parser
 
 
@@ -179,6 +178,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         else:
             _table("workloads", ("id", "env", "algorithm", "env steps", "seeds", "description"),
                    [(w["id"], w["env"], w["algorithm"], w["env_steps"], w["seeds"], w["description"]) for w in data])
+    elif args.kind == "formats":
+        from rlcompare.reporting.cli import list_formats
+
+        return list_formats(plugins, args.json)
     elif args.kind == "suites":
         data = [{"name": s.name, "workloads": list(s.workload_ids), "description": s.description}
                 for _, s in sorted(plugins.suites.items())]
@@ -312,20 +315,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if summary.all_ok else 1
 
 
-def cmd_report(args: argparse.Namespace) -> int:
-    from rlcompare.report import write_reports
-    from rlcompare.store import Store
-
-    with Store(args.store) as store:
-        store.check_readable()
-        for path in write_reports(store, args.out, args.format):
-            print(path)
-    return 0
-
-
-COMMANDS = {"list": cmd_list, "doctor": cmd_doctor, "plan": cmd_plan, "run": cmd_run, "report": cmd_report}
+COMMANDS = {"list": cmd_list, "doctor": cmd_doctor, "plan": cmd_plan, "run": cmd_run}
 COMMANDS.update(REGISTRY_COMMANDS)
 COMMANDS.update(SCORE_COMMANDS)
+COMMANDS.update(REPORTING_COMMANDS)
 
 
 def _raise_broken_pipe(_console: Any) -> None:

@@ -49,3 +49,9 @@ def rlcompare_register_criteria(register: Register) -> None:
 @hookspec
 def rlcompare_register_frameworks(register: Register) -> None:
     """Register framework registry entries with ``register.add_framework(entry)``."""
+
+
+@hookspec
+def rlcompare_register_report_formats(register: Register) -> None:
+    """Register report formats with ``register.add_report_format(ReportFormat(...))``
+    (:class:`rlcompare.reporting.formats.ReportFormat`); ``rlcompare report --format ID`` writes them."""

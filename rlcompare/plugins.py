@@ -34,6 +34,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "adapters.skrl",
     "criteria.performance",
     "criteria.development",
+    "rlcompare.reporting.builtin_formats",
 )
 
 #: Set to ``1`` to skip third-party plugins found through entry points.
@@ -83,6 +84,7 @@ class Register:
     suites: dict[str, Suite] = field(default_factory=dict)
     criteria: dict[str, Any] = field(default_factory=dict)
     frameworks: dict[str, Any] = field(default_factory=dict)
+    report_formats: dict[str, Any] = field(default_factory=dict)
     origins: dict[tuple[str, str], Origin] = field(default_factory=dict)
     clashes: dict[tuple[str, str], list[Origin]] = field(default_factory=dict)
     errors: list[PluginError] = field(default_factory=list)
@@ -131,6 +133,13 @@ class Register:
     def add_framework(self, entry: Identified) -> None:
         self._add("framework", self.frameworks, entry.id, entry)
 
+    def add_report_format(self, report_format: Any) -> None:
+        """A :class:`rlcompare.reporting.formats.ReportFormat`, checked here."""
+        from rlcompare.reporting.formats import check_report_format
+
+        check_report_format(report_format)
+        self._add("report format", self.report_formats, report_format.id, report_format)
+
 
 @dataclass
 class Plugins:
@@ -159,6 +168,10 @@ class Plugins:
     @property
     def frameworks(self) -> dict[str, Any]:
         return self.register.frameworks
+
+    @property
+    def report_formats(self) -> dict[str, Any]:
+        return self.register.report_formats
 
     def adapter(self, adapter_id: str) -> Adapter:
         """An instance of the adapter ``adapter_id``, or an error naming the closest one."""
@@ -240,6 +253,7 @@ def build_plugin_manager(
         "rlcompare_register_adapters",
         "rlcompare_register_workloads",
         "rlcompare_register_criteria",
+        "rlcompare_register_report_formats",
     ):
         caller = getattr(manager.hook, hook_name)
         for impl in caller.get_hookimpls():

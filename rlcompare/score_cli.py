@@ -48,8 +48,12 @@ def add_commands(subparsers: Any) -> None:
     """Add ``score`` to the CLI's subparsers."""
     from rlcompare.cli import DEFAULT_STORE
 
-    command = subparsers.add_parser("score", help="score a results store: the scoring matrix")
-    command.add_argument("--store", default=DEFAULT_STORE, metavar="PATH", help="SQLite results store")
+    command = subparsers.add_parser("score", help="score a results store (or a bundle): the scoring matrix")
+    source = command.add_mutually_exclusive_group()
+    source.add_argument("--store", default=DEFAULT_STORE, metavar="PATH", help="SQLite results store")
+    source.add_argument("--bundle", metavar="FILE",
+                        help="score a bundle written by `rlcompare bundle` instead of a store (its profile and "
+                             "options unless given)")
     weights = command.add_mutually_exclusive_group()
     weights.add_argument("--profile", metavar="NAME",
                          help=f"weight profile: {', '.join(BUILTIN_PROFILES)} (default {DEFAULT_PROFILE})")
@@ -58,7 +62,7 @@ def add_commands(subparsers: Any) -> None:
     # for every command line
     command.add_argument("--reps", type=_reps, default=None, metavar="N",
                          help="bootstrap repetitions per interval (default 2000)")
-    command.add_argument("--seed", type=_seed, default=0, metavar="N", help="seed of the bootstrap (default 0)")
+    command.add_argument("--seed", type=_seed, default=None, metavar="N", help="seed of the bootstrap (default 0)")
     command.add_argument("--remeasure", action="store_true",
                          help="measure development criteria again instead of using the measurement cache")
     command.add_argument("--json", action="store_true", help="machine-readable output")
@@ -86,17 +90,40 @@ def cmd_score(args: argparse.Namespace) -> int:
     plugins = load_plugins()
     for error in plugins.errors:
         print(f"warning: {error}", file=sys.stderr)
-    profile = _resolve_profile(args, plugins.criteria)  # bad input fails before the store is read
-    options = ScoringOptions(reps=getattr(args, "reps", None) or DEFAULT_REPS, seed=getattr(args, "seed", 0))
-    cache = MeasurementCache.default(refresh=getattr(args, "remeasure", False))
-    with Store(args.store) as store:
-        store.check_readable()
-        matrix = score_store(store, plugins, profile, options, cache=cache)
+    if getattr(args, "bundle", None):
+        matrix = _score_bundle(args, plugins)
+    else:
+        profile = _resolve_profile(args, plugins.criteria)  # bad input fails before the store is read
+        seed = getattr(args, "seed", None)
+        options = ScoringOptions(reps=getattr(args, "reps", None) or DEFAULT_REPS, seed=0 if seed is None else seed)
+        cache = MeasurementCache.default(refresh=getattr(args, "remeasure", False))
+        with Store(args.store) as store:
+            store.check_readable()
+            matrix = score_store(store, plugins, profile, options, cache=cache)
     if getattr(args, "json", False):
         print(json.dumps(matrix.to_dict(), indent=2, sort_keys=True, default=str))
     else:
         render(matrix)
     return 0
+
+
+def _score_bundle(args: argparse.Namespace, plugins: Plugins) -> ScoreMatrix:
+    """The matrix of a bundle: its recorded profile and options unless the command line gives them."""
+    import dataclasses
+
+    from rlcompare.reporting.bundle import read_bundle
+    from rlcompare.reporting.inputs import score_inputs
+
+    bundle = read_bundle(args.bundle)
+    profile = None
+    if getattr(args, "profile", None) or getattr(args, "weights", None):
+        profile = _resolve_profile(args, plugins.criteria)
+    options = bundle.inputs.options_object()
+    if getattr(args, "reps", None):
+        options = dataclasses.replace(options, reps=args.reps)
+    if getattr(args, "seed", None) is not None:
+        options = dataclasses.replace(options, seed=args.seed)
+    return score_inputs(bundle.inputs, plugins, profile, options)
 
 
 COMMANDS = {"score": cmd_score}

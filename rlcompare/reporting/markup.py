@@ -1,0 +1,243 @@
+"""The document formats: Markdown, HTML and LaTeX, rendered with Jinja2 from one view of a report.
+
+:func:`report_view` lays the report out for reading (the numbers formatted as ``rlcompare score``
+formats them); every template escapes every expression for its language: HTML by autoescape, LaTeX
+and Markdown through ``finalize`` (:mod:`rlcompare.reporting.escape`). Text that is already valid in
+the target language (formatted numbers) is marked :class:`Safe`.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from rlcompare.criteria_api import ALL_WORKLOADS
+from rlcompare.reporting.escape import Safe, latex, markdown
+from rlcompare.reporting.tables import FRAMEWORK_FACTS, missing_reasons
+from rlcompare.score_cli import format_number
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
+
+    from rlcompare.reporting.model import Report
+
+FIGURE_DIRECTORY = "rlcompare-report-figures"
+
+
+# -- numbers -----------------------------------------------------------------------------------------
+
+
+def number(value: float | None) -> Safe:
+    return Safe(format_number(value))
+
+
+def estimate_text(estimate: Any) -> Safe | str:
+    if estimate is None:
+        return "missing"
+    text = format_number(estimate.point)
+    if estimate.n > 1:
+        text += f" [{format_number(estimate.low)}, {format_number(estimate.high)}]"
+    return Safe(text)
+
+
+def cell_text(cell: Any) -> Safe | str:
+    """A raw cell as ``rlcompare score`` prints it; a missing cell as ``missing`` (reasons are listed
+    apart, escaped)."""
+    if cell is None:
+        return Safe("n/a")
+    if cell.missing is not None:
+        return Safe("missing")
+    if cell.label is not None:
+        return cell.label  # text from a criterion or the registry: escaped by the template
+    text = format_number(cell.point)
+    if cell.n > 1:
+        text += f" [{format_number(cell.low)}, {format_number(cell.high)}]"
+    if cell.censored:
+        text += f" ({cell.censored} censored)"
+    return Safe(text)
+
+
+def _heading(criterion: Any) -> str:
+    title = str(getattr(criterion, "title", "") or criterion.id)
+    unit, direction = getattr(criterion, "unit", ""), getattr(criterion, "direction", "")
+    return f"{title} ({unit}, {direction} is better)"
+
+
+# -- the view -----------------------------------------------------------------------------------------
+
+
+def report_view(report: Report) -> dict[str, Any]:
+    """Everything the templates show, as plain data (strings still to be escaped)."""
+    matrix = report.matrix
+    adapters = matrix.adapters
+    overall = report.table("overall")
+    per_workload = [cid for cid, c in matrix.criteria.items() if getattr(c, "per_workload", True)]
+    per_adapter = [cid for cid, c in matrix.criteria.items() if not getattr(c, "per_workload", True)]
+
+    ranking = [{"rank": "-" if row.rank is None or row.rank != row.rank else str(int(row.rank)),
+                "adapter": row.adapter, "framework": row.framework,
+                "score": estimate_text(matrix.overall[row.adapter].score),
+                "valid_workloads": str(row.valid_workloads),
+                "stability": Safe("-") if row.rank_stability is None or row.rank_stability != row.rank_stability
+                else f"{row.rank_stability:.0%}",
+                "coverage": f"{row.weight_coverage:.0%}", "failed": row.failed_workloads or ""}
+               for row in overall.itertuples()]
+    scores = []
+    for cid, criterion in matrix.criteria.items():
+        if not any((cid, a) in matrix.aggregates for a in adapters):
+            continue
+        scores.append({"id": cid, "title": str(getattr(criterion, "title", cid)),
+                       "unit": str(getattr(criterion, "unit", "")), "weight": Safe(f"{matrix.weights.get(cid, 0.0):.3f}"),
+                       "cells": [estimate_text(matrix.aggregates[(cid, a)]["mean"]) if (cid, a) in matrix.aggregates
+                                 else "missing" for a in adapters]})
+    workloads_by_id = {row.workload: row for row in report.table("workloads").itertuples()}
+    workloads = []
+    for workload_id in matrix.workloads:
+        spec = workloads_by_id.get(workload_id)
+        rows = []
+        for cid in per_workload:
+            cells = [matrix.cell(cid, a, workload_id) for a in adapters]
+            if all(cell is None for cell in cells):
+                continue
+            rows.append({"id": cid, "heading": _heading(matrix.criteria[cid]), "cells": [cell_text(c) for c in cells]})
+        workloads.append({
+            "id": workload_id, "rows": rows,
+            "description": "" if spec is None else str(spec.description or ""),
+            "facts": [] if spec is None else _workload_facts(spec),
+        })
+    development = [{"id": cid, "heading": _heading(matrix.criteria[cid]),
+                    "cells": [cell_text(matrix.cell(cid, a, ALL_WORKLOADS)) for a in adapters]} for cid in per_adapter]
+    notes = [{"criterion": cell.criterion, "adapter": cell.adapter,
+              "workload": "all workloads" if cell.workload_id == ALL_WORKLOADS else cell.workload_id,
+              "note": cell.note} for cell in matrix.cells.values() if cell.note and cell.missing is None]
+    fidelity = report.table("fidelity")
+    fidelity_rows = [{"workload": r.workload, "adapter": r.adapter, "setting": r.setting, "value": r.value or "",
+                      "status": r.status, "native": "" if not r.native_name else f"{r.native_name} = {r.native_value}",
+                      "note": r.note or ""} for r in fidelity.itertuples()]
+    summary = [{"workload": r.workload, "adapter": r.adapter, "exact": str(r.exact), "approximate": str(r.approximate),
+                "unsupported": str(r.unsupported), "refused": r.refused > 0}
+               for r in report.table("fidelity_summary").itertuples()]
+    versions: dict[str, list[str]] = {}
+    for row in report.table("versions").itertuples():
+        versions.setdefault(row.adapter, []).append(f"{row.distribution} {row.version or 'not installed'}")
+    evidence: dict[str, list[dict[str, str]]] = {}
+    for row in report.table("registry_evidence").itertuples():
+        if row.fact is None or row.fact != row.fact:
+            continue
+        evidence.setdefault(row.framework, []).append({
+            "fact": row.fact, "value": row.value or "", "source": row.source or "", "excerpt": row.excerpt or "",
+            "as_of": row.as_of or "", "url": row.source if isinstance(row.source, str)
+            and row.source.startswith(("https://", "http://")) and " " not in row.source else ""})
+    features = report.table("feature_matrix")
+    feature_rows = []
+    if not features.empty:
+        wide = features.pivot_table(index=["dimension", "value"], columns="framework", values="offered",
+                                    aggfunc="first", dropna=False)
+        for (dimension, value), row in wide.iterrows():
+            marks = [_mark(row.get(f)) for f in report.frameworks]
+            if all(m == "?" for m in marks):
+                continue
+            feature_rows.append({"feature": f"{dimension}: {value}", "marks": marks})
+    return {
+        "version": report.version, "generated": report.generated, "store": report.store, "digest": report.digest,
+        "citation": report.citation, "profile": matrix.profile, "options": matrix.options,
+        "adapters": adapters, "adapter_headers": [f"{a} ({matrix.frameworks.get(a, '?')})" for a in adapters],
+        "runs": len(report.runs[report.runs["status"] != "unsupported"]), "workload_ids": matrix.workloads,
+        "ranking": ranking, "scores": scores,
+        "overall_cells": [estimate_text(matrix.overall[a].score) for a in adapters], "workloads": workloads, "development": development,
+        "notes": notes, "missing": missing_reasons(matrix), "excluded": matrix.excluded_runs,
+        "imputed": sorted({(i["adapter"], i["workload"]) for i in matrix.imputed}), "left_out": matrix.left_out,
+        "errors": matrix.errors, "fidelity": fidelity_rows, "fidelity_summary": summary,
+        "versions": sorted(versions.items()), "hosts": report.table("hosts").to_dict("records"),
+        "frameworks": report.table("frameworks").to_dict("records"), "framework_facts": FRAMEWORK_FACTS,
+        "framework_ids": report.frameworks, "evidence": evidence, "features": feature_rows,
+        "commands": report.commands, "criteria": report.table("criteria").to_dict("records"),
+    }
+
+
+def _mark(value: Any) -> str:
+    if value is True:
+        return "yes"
+    if value is False:
+        return "no"
+    return "?"
+
+
+def _workload_facts(spec: Any) -> list[str]:
+    facts = [f"environment {spec.env}, algorithm {spec.algorithm}, budget {format_number(spec.env_steps)} env steps"]
+    if spec.workers is not None:
+        facts.append(f"parallelism: {spec.workers} worker(s) x {spec.envs_per_worker} env(s), {spec.mode}, "
+                     f"{spec.threads_per_worker} torch thread(s) per process")
+    if spec.evaluation_episodes is not None:
+        facts.append(f"evaluation: {spec.evaluation_episodes} episodes every "
+                     f"{format_number(spec.evaluation_interval)} env steps")
+    if spec.success_threshold is not None and spec.success_threshold == spec.success_threshold:
+        facts.append(f"success threshold: {spec.success_threshold:g}")
+    return facts
+
+
+# -- templates ----------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _environment(kind: str) -> Environment:
+    from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+    loader = PackageLoader("rlcompare.reporting", "templates")
+    common = {"loader": loader, "undefined": StrictUndefined, "trim_blocks": True, "lstrip_blocks": True,
+              "keep_trailing_newline": True}
+    if kind == "html":
+        return Environment(autoescape=select_autoescape(default=True, default_for_string=True), **common)
+    escape = latex if kind == "latex" else markdown
+    delimiters = {}
+    if kind == "latex":  # LaTeX is full of braces: blocks <% %>, expressions << >>, comments <# #>
+        delimiters = {"block_start_string": "<%", "block_end_string": "%>", "variable_start_string": "<<",
+                      "variable_end_string": ">>", "comment_start_string": "<#", "comment_end_string": "#>"}
+    env = Environment(autoescape=False, finalize=lambda value: escape("" if value is None else value),
+                      **delimiters, **common)
+    env.filters["safe"] = Safe
+    return env
+
+
+def _fence(text: str) -> str:
+    """A code fence longer than any run of backticks in ``text`` (which then cannot close it)."""
+    longest = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    return "`" * max(3, longest + 1)
+
+
+def render_markdown(report: Report) -> str:
+    view = report_view(report)
+    bibtex = report.citation.bibtex()
+    commands = "\n".join(report.commands)
+    return _environment("md").get_template("report.md.j2").render(
+        **view, bibtex=Safe(bibtex), bibtex_fence=Safe(_fence(bibtex)), commands_text=Safe(commands),
+        commands_fence=Safe(_fence(commands)))
+
+
+def render_html(report: Report) -> str:
+    from markupsafe import Markup
+
+    view = report_view(report)
+    figures = [{"id": f.id, "title": f.title, "caption": f.caption, "svg": Markup(f.svg)}
+               for f in report.figures("svg")]
+    css = resources.files("rlcompare.reporting") / "templates" / "report.css"
+    return _environment("html").get_template("report.html.j2").render(
+        **view, figures=figures, css=Markup(css.read_text(encoding="utf-8")), bibtex=report.citation.bibtex(),
+        styles=report.styles)
+
+
+def render_latex(report: Report) -> dict[str, str | bytes]:
+    view = report_view(report)
+    figures = report.figures("pdf")
+    files: dict[str, str | bytes] = {f"{FIGURE_DIRECTORY}/{f.id}.pdf": f.data for f in figures}
+    files["rlcompare-report.tex"] = _environment("latex").get_template("report.tex.j2").render(
+        **view, figures=[{"path": Safe(f"{FIGURE_DIRECTORY}/{f.id}.pdf"), "title": f.title, "caption": f.caption}
+                         for f in figures],
+        feature_columns=Safe("l" + "c" * len(view["framework_ids"])),
+        adapter_columns=Safe("l" + "r" * len(view["adapters"])), score_columns=Safe("lr" + "r" * len(view["adapters"])),
+    )
+    return files

@@ -1,0 +1,209 @@
+"""A report: the scoring matrix of a store, its inputs and citation, the store's runs and curves,
+the registry entries of the compared frameworks, and the commands that reproduce it.
+
+:func:`build_report` is the one path from a store to every output format: it scores the store
+with :func:`rlcompare.reporting.inputs.score_store_recorded` (``score_store``: the numbers
+``rlcompare score --json`` prints) and every table and figure is derived from that matrix or read
+from the runs and curves; nothing is estimated a second time.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rlcompare.reporting import tables
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from rlcompare.criteria_api import MeasurementCache
+    from rlcompare.plugins import Plugins
+    from rlcompare.reporting.citation import Citation
+    from rlcompare.reporting.inputs import ScoringInputs
+    from rlcompare.reporting.plots import RenderedFigure
+    from rlcompare.scoring import ScoreMatrix, ScoringOptions
+    from rlcompare.scoring.profiles import WeightProfile
+
+#: Names of every tidy table, in the order CSV and JSON write them.
+TABLES = ("overall", "criteria", "scores", "cells", "improvement", "performance_profiles", "curve_bands",
+          "excluded_runs", "imputed", "left_out", "workloads", "fidelity", "fidelity_summary", "runs", "curves",
+          "versions", "hosts", "frameworks", "registry_evidence", "feature_matrix")
+
+
+@dataclass
+class Report:
+    """Everything a format renders (see the module docstring)."""
+
+    matrix: ScoreMatrix
+    inputs: ScoringInputs
+    runs: pd.DataFrame
+    curves: pd.DataFrame
+    entries: dict[str, Any]
+    store: str
+    commands: list[str] = field(default_factory=list)
+    generated: str = field(default_factory=lambda: dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"))
+    authors: tuple[str, ...] = ()
+    _tables: dict[str, pd.DataFrame] = field(default_factory=dict, init=False, repr=False)
+
+    # -- identity ---------------------------------------------------------------------------------
+
+    @functools.cached_property
+    def citation(self) -> Citation:
+        from rlcompare.reporting.citation import citation_of
+
+        return citation_of(self.inputs, self.matrix, self.authors)
+
+    @property
+    def digest(self) -> str:
+        return self.citation.digest
+
+    @property
+    def version(self) -> str:
+        return self.inputs.rlcompare_version
+
+    @property
+    def frameworks(self) -> list[str]:
+        return sorted(set(self.matrix.frameworks.values()))
+
+    # -- tables -----------------------------------------------------------------------------------
+
+    def table(self, name: str) -> pd.DataFrame:
+        return self._tables[name] if name in self._tables else self._build_table(name)
+
+    def _build_table(self, name: str) -> pd.DataFrame:
+        m = self.matrix
+        builders = {
+            "overall": lambda: tables.overall_table(m), "criteria": lambda: tables.criteria_table(m),
+            "scores": lambda: tables.scores_table(m), "cells": lambda: tables.cells_table(m),
+            "improvement": lambda: tables.improvement_table(m),
+            "performance_profiles": lambda: tables.profiles_table(m),
+            "curve_bands": lambda: tables.curve_bands(
+                self.curves, self.runs.loc[self.runs["status"] == "ok", "run_id"].tolist(), m.options.reps,
+                m.options.seed, m.options.confidence),
+            "excluded_runs": lambda: tables.excluded_table(m), "imputed": lambda: tables.imputed_table(m),
+            "left_out": lambda: tables.left_out_table(m), "workloads": lambda: tables.workloads_table(self.runs),
+            "fidelity": lambda: tables.fidelity_table(self.runs),
+            "fidelity_summary": lambda: tables.fidelity_summary(self.table("fidelity")),
+            "runs": lambda: tables.runs_table(self.runs), "curves": lambda: tables.curves_table(self.curves),
+            "versions": lambda: tables.versions_table(self.runs), "hosts": lambda: tables.hosts_table(self.runs),
+            "frameworks": lambda: tables.taxonomy_table(self.frameworks, self.entries),
+            "registry_evidence": lambda: tables.registry_evidence_table(self.frameworks, self.entries),
+            "feature_matrix": lambda: tables.feature_table(self.frameworks, self.entries),
+        }
+        if name not in builders:
+            raise KeyError(f"no table {name!r}; tables: {', '.join(TABLES)}")
+        self._tables[name] = builders[name]()
+        return self._tables[name]
+
+    def all_tables(self) -> dict[str, pd.DataFrame]:
+        return {name: self.table(name) for name in TABLES}
+
+    # -- what figures and renderers share ---------------------------------------------------------
+
+    @functools.cached_property
+    def styles(self) -> dict[str, dict[str, Any]]:
+        from rlcompare.reporting.plots import adapter_styles
+
+        return adapter_styles(self.matrix.adapters)
+
+    @functools.cached_property
+    def thresholds(self) -> dict[str, float | None]:
+        workloads = self.table("workloads")
+        return {w: (None if t is None or t != t else float(t))
+                for w, t in zip(workloads["workload"], workloads["success_threshold"], strict=True)}
+
+    @functools.cached_property
+    def ideal_throughput(self) -> dict[str, float]:
+        """Mean recorded ideal throughput per workload (calibrated-cost workloads only)."""
+        import pandas as pd
+
+        ok = self.runs[self.runs["status"] == "ok"]
+        ideal = pd.to_numeric(ok["ideal_throughput"], errors="coerce")
+        means = ideal.groupby(ok["workload_id"]).mean().dropna()
+        return {str(k): float(v) for k, v in means.items()}
+
+    @functools.cached_property
+    def scaling_groups(self) -> list[tuple[str, list[tuple[int, str]]]]:
+        from rlcompare.reporting.plots import scaling_groups
+
+        return scaling_groups(self.runs)
+
+    def figures(self, file_format: str) -> list[RenderedFigure]:
+        """The report's figures as ``svg`` or ``pdf`` (rendered once per format)."""
+        cache = self.__dict__.setdefault("_figures", {})
+        if file_format not in cache:
+            from rlcompare.reporting.plots import render_figures
+
+            cache[file_format] = render_figures(self, file_format)
+        return cache[file_format]
+
+
+# -- building ------------------------------------------------------------------------------------------
+
+
+def build_report(
+    store_path: str | Path, plugins: Plugins, profile: WeightProfile, options: ScoringOptions | None = None,
+    cache: MeasurementCache | None = None, *, out_dir: str | Path | None = None, formats: Sequence[str] = (),
+    weights_file: str | None = None, authors: Sequence[str] = (),
+) -> Report:
+    """Score the store at ``store_path`` and gather what every format needs."""
+    from rlcompare.registry import entries_from_registered
+    from rlcompare.reporting.inputs import score_store_recorded
+    from rlcompare.scoring import ScoringOptions
+    from rlcompare.store import Store
+
+    options = options or ScoringOptions()
+    with Store(store_path) as store:
+        scored = score_store_recorded(store, plugins, profile, options, cache=cache)
+    entries, _ = entries_from_registered(plugins.frameworks)
+    report = Report(matrix=scored.matrix, inputs=scored.inputs, runs=scored.runs, curves=scored.curves,
+                    entries=entries, store=str(store_path), authors=tuple(authors))
+    report.commands = reproduce_commands(report, plugins, str(store_path), out_dir, formats, weights_file)
+    return report
+
+
+def reproduce_commands(
+    report: Report, plugins: Plugins, store: str, out_dir: str | Path | None, formats: Sequence[str],
+    weights_file: str | None,
+) -> list[str]:
+    """The commands that produce this report again: run (a registered suite when the stored
+    workloads are exactly one, else the workloads by id), score, report, bundle and verify."""
+    runs = report.runs
+    matrix = report.matrix
+    q = shlex.quote
+    # a pair refused up front is stored only when no adapters were named (naming an adapter that
+    # cannot run a workload stops `run`): then every adapter was asked, and the command names none
+    adapters = "" if (runs["status"] == "unsupported").any() else \
+        f" --adapters {q(','.join(sorted(runs['adapter'].unique().tolist())))}"
+    seeds = int(runs["seed"].max()) + 1 if len(runs) else 1
+    stored = dict(zip(runs["workload_id"], runs["workload_digest"], strict=True))
+    suite = next((name for name, s in sorted(plugins.suites.items())
+                  if set(s.workload_ids) == set(stored)
+                  and all(w in plugins.workloads and plugins.workloads[w].digest == stored[w] for w in s.workload_ids)),
+                 None)
+    commands = []
+    if suite is not None:
+        commands.append(f"rlcompare run --suite {q(suite)}{adapters} --seeds {seeds} --store {q(store)}")
+    else:
+        files = " ".join(q(f"{w}.toml") for w in sorted(stored))
+        commands.append(f"rlcompare run --workload {files}{adapters} --seeds {seeds} --store {q(store)}"
+                        "  # workload specs: the bundle's inputs.workloads")
+    profile = f"--weights {q(weights_file)}" if weights_file else f"--profile {q(matrix.profile.name)}"
+    options = ""
+    if matrix.options.reps != type(matrix.options)().reps:
+        options += f" --reps {matrix.options.reps}"
+    if matrix.options.seed:
+        options += f" --seed {matrix.options.seed}"
+    commands.append(f"rlcompare score --store {q(store)} {profile}{options} --json")
+    out = q(str(out_dir)) if out_dir is not None else "reports"
+    chosen = ",".join(formats) if formats else "html,md"
+    commands.append(f"rlcompare report --store {q(store)} --out {out} --format {q(chosen)} {profile}{options}")
+    commands.append(f"rlcompare bundle --store {q(store)} --out rlcompare-bundle.json {profile}{options}")
+    commands.append("rlcompare verify rlcompare-bundle.json")
+    return commands

@@ -1,0 +1,330 @@
+"""Every table of a report as a tidy pandas DataFrame (one observation per row).
+
+Each table is derived from the scoring matrix or read from the store's runs and curves, never
+estimated again: the numbers are the matrix's. CSV and JSON write these frames as they are; the
+Markdown, HTML and LaTeX renderers lay them out for reading.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from rlcompare.criteria_api import ALL_WORKLOADS
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from rlcompare.scoring import ScoreMatrix
+
+#: Registry facts shown per compared framework (the survey's taxonomy, and the licence).
+FRAMEWORK_FACTS = ("backend", "architecture", "simulation_parallelism", "computing_parallelism",
+                   "synchronization", "algorithms", "licence")
+
+
+def _frame(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame.from_records(list(rows), columns=list(columns))
+
+
+def _finite(value: Any) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return None
+
+
+# -- from the matrix ---------------------------------------------------------------------------------
+
+
+def overall_table(matrix: ScoreMatrix) -> pd.DataFrame:
+    rows = []
+    for adapter in matrix.adapters:
+        o = matrix.overall[adapter]
+        score = o.score
+        rows.append({
+            "adapter": adapter, "framework": o.framework, "rank": o.rank,
+            "score": None if score is None else _finite(score.point),
+            "low": None if score is None else _finite(score.low),
+            "high": None if score is None else _finite(score.high), "n": 0 if score is None else score.n,
+            "rank_stability": o.rank_stability, "weight_coverage": o.weight_coverage,
+            "valid_workloads": o.valid_workloads, "failed_workloads": ", ".join(o.failed_workloads),
+            "missing_criteria": ", ".join(o.missing_criteria),
+        })
+    rows.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0, r["adapter"]))
+    return _frame(rows, ("adapter", "framework", "rank", "score", "low", "high", "n", "rank_stability",
+                         "weight_coverage", "valid_workloads", "failed_workloads", "missing_criteria"))
+
+
+def criteria_table(matrix: ScoreMatrix) -> pd.DataFrame:
+    rows = [{"criterion": cid, "title": getattr(c, "title", cid), "category": getattr(c, "category", ""),
+             "unit": getattr(c, "unit", ""), "direction": getattr(c, "direction", ""),
+             "normalization": getattr(c, "normalization", ""), "per_workload": bool(getattr(c, "per_workload", True)),
+             "weight": float(matrix.weights.get(cid, 0.0)), "method": getattr(c, "method", "")}
+            for cid, c in matrix.criteria.items()]
+    return _frame(rows, ("criterion", "title", "category", "unit", "direction", "normalization", "per_workload",
+                         "weight", "method"))
+
+
+def scores_table(matrix: ScoreMatrix) -> pd.DataFrame:
+    """Normalized scores aggregated over workloads: one row per criterion, adapter and statistic."""
+    rows = []
+    for (cid, adapter), estimates in matrix.aggregates.items():
+        for statistic, e in estimates.items():
+            rows.append({"criterion": cid, "adapter": adapter, "statistic": statistic, "point": _finite(e.point),
+                         "low": _finite(e.low), "high": _finite(e.high), "n": e.n,
+                         "weight": float(matrix.weights.get(cid, 0.0))})
+    return _frame(rows, ("criterion", "adapter", "statistic", "point", "low", "high", "n", "weight"))
+
+
+def cells_table(matrix: ScoreMatrix) -> pd.DataFrame:
+    """Raw criterion values per adapter and workload (``*``: per adapter), missing ones with why."""
+    rows = []
+    for cell in matrix.cells.values():
+        criterion = matrix.criteria.get(cell.criterion)
+        rows.append({**cell.to_dict(), "unit": getattr(criterion, "unit", "")})
+    return _frame(rows, ("criterion", "adapter", "workload", "point", "low", "high", "n", "censored", "unit",
+                         "label", "note", "missing"))
+
+
+def improvement_table(matrix: ScoreMatrix) -> pd.DataFrame:
+    rows = [{"criterion": cid, **item} for cid, items in matrix.improvement.items() for item in items]
+    return _frame(rows, ("criterion", "x", "y", "p", "low", "high", "workloads"))
+
+
+def profiles_table(matrix: ScoreMatrix) -> pd.DataFrame:
+    rows = []
+    for cid, profile in matrix.performance_profiles.items():
+        for adapter, band in profile["adapters"].items():
+            for tau, point, low, high in zip(profile["taus"], band["point"], band["low"], band["high"], strict=True):
+                rows.append({"criterion": cid, "adapter": adapter, "tau": tau, "point": point, "low": low,
+                             "high": high})
+    return _frame(rows, ("criterion", "adapter", "tau", "point", "low", "high"))
+
+
+def excluded_table(matrix: ScoreMatrix) -> pd.DataFrame:
+    return _frame(matrix.excluded_runs, ("run_id", "adapter", "workload", "seed", "status", "reason"))
+
+
+def imputed_table(matrix: ScoreMatrix) -> pd.DataFrame:
+    return _frame(matrix.imputed, ("criterion", "adapter", "workload", "score", "reason"))
+
+
+def left_out_table(matrix: ScoreMatrix) -> pd.DataFrame:
+    return _frame(matrix.left_out, ("criterion", "workload", "reason"))
+
+
+# -- from the runs -----------------------------------------------------------------------------------
+
+
+def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Every run with its raw figures (MiB for memory), as stored."""
+    import pandas as pd
+
+    frame = runs[["run_id", "workload_id", "adapter", "framework", "seed", "status", "error", "env_steps",
+                  "framework_env_steps", "budget_env_steps", "startup_seconds", "training_seconds",
+                  "evaluation_seconds", "throughput", "ideal_throughput", "cpu_seconds", "peak_rss_bytes",
+                  "final_return_mean", "final_return_std", "host_fingerprint", "adapter_plugin",
+                  "adapter_distribution", "adapter_version"]].copy()
+    frame["peak_rss_mib"] = pd.to_numeric(frame.pop("peak_rss_bytes"), errors="coerce") / 2**20
+    return frame.rename(columns={"workload_id": "workload"})
+
+
+def curves_table(curves: pd.DataFrame) -> pd.DataFrame:
+    columns = ["run_id", "workload_id", "adapter", "seed", "env_steps", "framework_env_steps", "train_seconds",
+               "return_mean", "return_std"]
+    return curves[columns].rename(columns={"workload_id": "workload"}).reset_index(drop=True)
+
+
+def workloads_table(runs: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for text in runs.drop_duplicates("workload_id", keep="last")["workload_json"]:
+        spec = _json(text) or {}
+        parallelism = spec.get("parallelism") or {}
+        evaluation = spec.get("evaluation") or {}
+        rows.append({
+            "workload": spec.get("id"), "description": spec.get("description", ""), "env": spec.get("env"),
+            "algorithm": spec.get("algorithm"), "env_steps": spec.get("env_steps"), "seeds": spec.get("seeds"),
+            "workers": parallelism.get("workers"), "envs_per_worker": parallelism.get("envs_per_worker"),
+            "mode": parallelism.get("mode"), "threads_per_worker": parallelism.get("threads_per_worker"),
+            "evaluation_interval": evaluation.get("interval_steps"), "evaluation_episodes": evaluation.get("episodes"),
+            "success_threshold": spec.get("success_threshold"),
+        })
+    rows.sort(key=lambda r: str(r["workload"]))
+    return _frame(rows, ("workload", "description", "env", "algorithm", "env_steps", "seeds", "workers",
+                         "envs_per_worker", "mode", "threads_per_worker", "evaluation_interval",
+                         "evaluation_episodes", "success_threshold"))
+
+
+def fidelity_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Each canonical setting of each adapter x workload: exact, approximate or unsupported, with the
+    native name and value (from the pair's newest run that recorded a fidelity report)."""
+    rows = []
+    recorded = runs[runs["fidelity_json"].notna() & (runs["status"] != "unsupported")]
+    for (workload, adapter), group in recorded.groupby(["workload_id", "adapter"], sort=True):
+        items = _json(group.sort_values("run_id")["fidelity_json"].iloc[-1]) or []
+        for item in items:
+            rows.append({"workload": workload, "adapter": adapter, "setting": item.get("setting"),
+                         "value": _text(item.get("value")), "status": item.get("status"),
+                         "native_name": item.get("native_name"), "native_value": _text(item.get("native_value")),
+                         "note": item.get("note") or ""})
+    for row in runs[runs["status"] == "unsupported"].itertuples():
+        rows.append({"workload": row.workload_id, "adapter": row.adapter, "setting": "*", "value": None,
+                     "status": "refused", "native_name": None, "native_value": None,
+                     "note": row.error if isinstance(row.error, str) else ""})
+    return _frame(rows, ("workload", "adapter", "setting", "value", "status", "native_name", "native_value", "note"))
+
+
+def fidelity_summary(fidelity: pd.DataFrame) -> pd.DataFrame:
+    """Per adapter x workload: how many settings are exact, approximate, unsupported (or refused)."""
+    if fidelity.empty:
+        return _frame([], ("workload", "adapter", "exact", "approximate", "unsupported", "refused"))
+    counts = fidelity.groupby(["workload", "adapter", "status"]).size().unstack(fill_value=0)
+    for status in ("exact", "approximate", "unsupported", "refused"):
+        if status not in counts.columns:
+            counts[status] = 0
+    return counts[["exact", "approximate", "unsupported", "refused"]].reset_index()
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
+def versions_table(runs: pd.DataFrame) -> pd.DataFrame:
+    rows: dict[tuple[str, str], str | None] = {}
+    for adapter, text in zip(runs["adapter"], runs["versions_json"], strict=True):
+        for name, version in (_json(text) or {}).items():
+            rows[(adapter, name)] = version
+    return _frame([{"adapter": a, "distribution": d, "version": v} for (a, d), v in sorted(rows.items())],
+                  ("adapter", "distribution", "version"))
+
+
+def hosts_table(runs: pd.DataFrame) -> pd.DataFrame:
+    hosts: dict[str, dict[str, Any]] = {}
+    counts: dict[str, int] = {}
+    for text in runs["host_json"]:
+        host = _json(text)
+        if host:
+            key = str(host.get("fingerprint"))
+            hosts[key] = host
+            counts[key] = counts.get(key, 0) + 1
+    rows = [{"fingerprint": key, "cpu_model": h.get("cpu_model"), "logical_cpus": h.get("logical_cpus"),
+             "usable_cpus": h.get("usable_cpus"),
+             "memory_gib": None if not h.get("memory_bytes") else round(h["memory_bytes"] / 2**30, 1),
+             "system": h.get("system"), "machine": h.get("machine"), "python": h.get("python"), "gpu": h.get("gpu"),
+             "runs": counts[key]} for key, h in sorted(hosts.items())]
+    return _frame(rows, ("fingerprint", "cpu_model", "logical_cpus", "usable_cpus", "memory_gib", "system",
+                         "machine", "python", "gpu", "runs"))
+
+
+# -- from the registry -------------------------------------------------------------------------------
+
+
+def registry_evidence_table(frameworks: Sequence[str], entries: Mapping[str, Any]) -> pd.DataFrame:
+    """Each compared framework's registry facts, one row per piece of evidence (source and excerpt);
+    a framework without an entry has one row saying so."""
+    rows = []
+    for framework in frameworks:
+        entry = entries.get(framework)
+        if entry is None:
+            rows.append({"framework": framework, "name": None, "fact": None, "value": None, "as_of": None,
+                         "source": None, "excerpt": None, "note": "not in the registry"})
+            continue
+        for name, fact in entry.facts().items():
+            value = _text(fact.json_value())
+            evidence = fact.evidence or (None,)
+            for item in evidence:
+                rows.append({"framework": framework, "name": entry.name, "fact": name, "value": value,
+                             "as_of": fact.as_of.isoformat(), "source": None if item is None else item.describe(),
+                             "excerpt": None if item is None else item.excerpt,
+                             "note": fact.note or fact.searched or ""})
+    return _frame(rows, ("framework", "name", "fact", "value", "as_of", "source", "excerpt", "note"))
+
+
+def taxonomy_table(frameworks: Sequence[str], entries: Mapping[str, Any]) -> pd.DataFrame:
+    """The compared frameworks' taxonomy (wide: one row per framework, one column per fact)."""
+    rows = []
+    for framework in frameworks:
+        entry = entries.get(framework)
+        row: dict[str, Any] = {"framework": framework, "name": entry.name if entry else "(not in the registry)"}
+        for name in FRAMEWORK_FACTS:
+            value = entry.value(name) if entry is not None and name in type(entry).model_fields else None
+            row[name] = ", ".join(value) if isinstance(value, (list, tuple)) else (None if value is None else str(value))
+        rows.append(row)
+    return _frame(rows, ("framework", "name", *FRAMEWORK_FACTS))
+
+
+def feature_table(frameworks: Sequence[str], entries: Mapping[str, Any]) -> pd.DataFrame:
+    """The feature matrix of the compared frameworks that have entries, tidy: framework, dimension,
+    value, offered (true, false, or empty when the registry does not say)."""
+    from rlcompare.registry import feature_matrix
+
+    known = [entries[f] for f in frameworks if f in entries and getattr(entries[f], "domain", "") == "control"]
+    if not known:
+        return _frame([], ("framework", "dimension", "value", "offered"))
+    import pandas as pd
+
+    matrix = feature_matrix(known)
+    rows = []
+    for framework, row in matrix.iterrows():
+        for (dimension, value), offered in row.items():
+            rows.append({"framework": framework, "dimension": dimension, "value": value,
+                         "offered": None if pd.isna(offered) else bool(offered)})
+    return _frame(rows, ("framework", "dimension", "value", "offered"))
+
+
+def missing_reasons(matrix: ScoreMatrix) -> list[dict[str, Any]]:
+    """Missing cells grouped by (adapter, workload, reason), with the criteria they concern."""
+    reasons: dict[tuple[str, str, str], list[str]] = {}
+    for cell in matrix.cells.values():
+        if cell.missing is not None:
+            reasons.setdefault((cell.adapter, cell.workload_id, cell.missing), []).append(cell.criterion)
+    return [{"adapter": a, "workload": "all workloads" if w == ALL_WORKLOADS else w, "reason": r,
+             "criteria": ", ".join(sorted(c))} for (a, w, r), c in sorted(reasons.items())]
+
+
+def curve_bands(curves: pd.DataFrame, ok_run_ids: Sequence[str], reps: int, seed: int,
+                confidence: float) -> pd.DataFrame:
+    """Learning curves over seeds: per workload, adapter and evaluation point (the i-th evaluation
+    of each valid run), the mean return with a pointwise percentile interval from the scoring
+    engine's stratified bootstrap (each point's seeds resampled), at the mean env-step count."""
+    import numpy as np
+
+    from rlcompare.scoring.bootstrap import Column, ColumnMeans, Layout, bootstrap
+
+    columns = ("workload", "adapter", "point", "env_steps", "mean", "low", "high", "seeds")
+    valid = curves[curves["run_id"].isin(set(ok_run_ids))]
+    if valid.empty:
+        return _frame([], columns)
+    valid = valid.sort_values(["workload_id", "adapter", "run_id", "env_steps"], kind="stable")
+    valid = valid.assign(point=valid.groupby("run_id", sort=False).cumcount())
+    valid = valid.sort_values(["workload_id", "adapter", "point", "seed"], kind="stable")
+    keys = valid[["workload_id", "adapter", "point"]].to_numpy()
+    values = valid["return_mean"].to_numpy(dtype=float)
+    steps = valid["env_steps"].to_numpy(dtype=float)
+    change = np.flatnonzero((keys[1:] != keys[:-1]).any(axis=1)) + 1
+    starts, ends = np.concatenate([[0], change]), np.concatenate([change, [len(valid)]])
+    layout = Layout((ends - starts).tolist())
+    stat = ColumnMeans(layout, [Column(u, values[s:e]) for u, (s, e) in enumerate(zip(starts, ends, strict=True))])
+    [interval] = bootstrap(layout, [stat], reps, confidence, seed)
+    rows = [{"workload": keys[s][0], "adapter": keys[s][1], "point": int(keys[s][2]),
+             "env_steps": float(steps[s:e].mean()), "mean": float(interval.point[u]), "low": float(interval.low[u]),
+             "high": float(interval.high[u]), "seeds": int(e - s)}
+            for u, (s, e) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True))]
+    return _frame(rows, columns)

@@ -1,0 +1,247 @@
+"""Citable matrices: the content digest, bundles, ``verify`` and ``score --bundle``."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rlcompare import score_cli
+from rlcompare.criteria_api import ALL_WORKLOADS, DEVELOPMENT, HIGHER, Criterion, CriterionResult
+from rlcompare.plugins import Plugins
+from rlcompare.records import json_columns, run_columns
+from rlcompare.reporting import cli as reporting_cli
+from rlcompare.reporting.canonical import canonical_bytes, digest
+from rlcompare.reporting.inputs import inputs_from_frames
+from rlcompare.scoring import ScoringOptions
+from rlcompare.scoring.profiles import get_profile
+from rlcompare.store import CURVE_COLUMNS
+from tests.reporting_support import report_plugins, synthetic_runs, synthetic_store
+from tests.test_reporting import run_command
+
+REPS = "300"
+#: What the recorded development criterion "measures" on this machine; changed to prove replay.
+MACHINE = {"value": 4.0, "calls": 0}
+
+
+def _measured(data: Any) -> CriterionResult:
+    MACHINE["calls"] += 1
+    return CriterionResult.build([(a, ALL_WORKLOADS, 0, MACHINE["value"] + i) for i, a in enumerate(data.adapters)])
+
+
+def plugins_with_measurement() -> Plugins:
+    plugins = report_plugins()
+    plugins.register.criteria["machine_measure"] = Criterion(
+        id="machine_measure", title="A measurement of this machine", category=DEVELOPMENT, unit="units",
+        direction=HIGHER, method="Read from the machine that scores.", compute=_measured)
+    return plugins
+
+
+@pytest.fixture(autouse=True)
+def plugins_for_commands(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(score_cli, "load_plugins", plugins_with_measurement)
+    monkeypatch.setattr(reporting_cli, "load_plugins", plugins_with_measurement)
+
+
+@pytest.fixture(scope="module")
+def bundled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("bundle")
+    store = synthetic_store(root / "store.db")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(reporting_cli, "load_plugins", plugins_with_measurement)
+        assert run_command(["bundle", "--store", str(store), "--out", str(root / "matrix.json"), "--reps", REPS]) == 0
+    return root
+
+
+def _tampered(source: Path, target: Path, change: Any) -> Path:
+    document = json.loads(source.read_text())
+    change(document)
+    target.write_text(json.dumps(document))
+    return target
+
+
+# -- bundles -------------------------------------------------------------------------------------------
+
+
+def test_bundle_holds_what_the_matrix_was_computed_from(bundled: Path) -> None:
+    document = json.loads((bundled / "matrix.json").read_text())
+    inputs = document["inputs"]
+    assert document["format"] == "rlcompare-bundle" and document["digest"] == digest(inputs)
+    assert {"runs", "curves", "workloads", "hosts", "criteria", "measurements", "profile", "options",
+            "rlcompare_version"} <= set(inputs)
+    assert len(inputs["runs"]) == 18 and {run["run_id"] for run in inputs["runs"]} >= {"cart__beta__s2"}
+    assert inputs["hosts"] == {"abc123": json.loads(json.dumps(inputs["hosts"]["abc123"]))}
+    assert all("workload_json" not in run for run in inputs["runs"])  # one copy of each spec
+    run = next(r for r in inputs["runs"] if r["run_id"] == "cart__alpha__s0")
+    assert run["fidelity_json"][1]["setting"] == "hyperparameters.gae_lambda" and run["versions_json"]["alpha-lib"]
+    assert inputs["profile"]["name"] == "balanced" and inputs["options"]["reps"] == int(REPS)
+    assert inputs["measurements"]["machine_measure"]["values"][0] == ["alpha", "*", 0, 4]
+    assert document["citation"]["digest"] == document["digest"]
+
+
+def test_verify_passes_without_measuring_again(bundled: Path, capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(MACHINE, "value", 99.0)  # this machine now measures something else
+    calls = MACHINE["calls"]
+    capsys.readouterr()
+    assert run_command(["verify", str(bundled / "matrix.json")]) == 0
+    out = capsys.readouterr().out
+    assert "verified" in out and json.loads((bundled / "matrix.json").read_text())["digest"] in out
+    assert MACHINE["calls"] == calls  # replayed from the bundle, not measured
+
+
+def test_score_bundle_prints_the_stores_matrix(bundled: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert run_command(["score", "--store", str(bundled / "store.db"), "--json", "--reps", REPS]) == 0
+    from_store = json.loads(capsys.readouterr().out)
+    assert run_command(["score", "--bundle", str(bundled / "matrix.json"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == from_store
+    assert run_command(["score", "--bundle", str(bundled / "matrix.json"), "--json", "--profile", "performance"]) == 0
+    assert json.loads(capsys.readouterr().out)["profile"]["name"] == "performance"
+
+
+def test_verify_names_the_run_and_the_scores_a_tampered_bundle_changed(
+        bundled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def raise_a_return(document: dict[str, Any]) -> None:
+        run = next(r for r in document["inputs"]["runs"] if r["run_id"] == "cart__beta__s0")
+        run["final_return_mean"] = 180.0
+
+    path = _tampered(bundled / "matrix.json", tmp_path / "tampered.json", raise_a_return)
+    capsys.readouterr()
+    assert run_command(["verify", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "does NOT verify" in err and "digest differs: stated sha256:" in err
+    assert "inputs changed: runs" in err and "runs changed: cart__beta__s0" in err
+    assert "cells[final_return, beta, cart].point: stated 95, recomputed 140" in err
+
+
+def test_verify_names_a_changed_score_when_the_inputs_are_intact(
+        bundled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def flatter(document: dict[str, Any]) -> None:
+        document["matrix"]["adapters"][1]["score"]["point"] = 0.99
+
+    path = _tampered(bundled / "matrix.json", tmp_path / "flattered.json", flatter)
+    capsys.readouterr()
+    assert run_command(["verify", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "digest differs" not in err
+    assert re.search(r"scores differ \(1 numbers\): adapters\[beta\]\.score\.point: stated 0\.99, recomputed 0\.9\d+\n", err)
+
+
+def test_gzip_bundles_and_files_that_are_not_bundles(bundled: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    packed = tmp_path / "matrix.json.gz"
+    packed.write_bytes(gzip.compress((bundled / "matrix.json").read_bytes()))
+    assert run_command(["verify", str(packed)]) == 0
+    other = tmp_path / "other.json"
+    other.write_text('{"hello": 1}')
+    capsys.readouterr()
+    assert run_command(["verify", str(other)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"rlcompare: error: {other}: not an rlcompare bundle (format is not 'rlcompare-bundle')"
+
+
+# -- the digest ------------------------------------------------------------------------------------------
+
+
+def test_canonical_form_ignores_number_spelling_and_key_order() -> None:
+    a = {"b": [1, 2.5, float("inf")], "a": {"y": np.float64(3.0), "x": None}}
+    b = {"a": {"x": None, "y": 3}, "b": [1.0, np.float32(2.5).item(), np.inf]}
+    assert canonical_bytes(a) == canonical_bytes(b) == b'{"a":{"x":null,"y":3},"b":[1,2.5,"Infinity"]}'
+    assert digest(a) == digest(b) and digest({"v": 0.1}) != digest({"v": 0.1 + 1e-17 * 3})
+
+
+BASE = synthetic_runs()
+PLUGINS = report_plugins()
+
+
+def _frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+    rows, points = [], []
+    for record, curve in BASE:
+        row = record.row()
+        for column in json_columns():
+            if row[column] is not None:
+                row[column] = json.dumps(row[column], sort_keys=True)
+        rows.append(row)
+        points += [{**{c: p.get(c) for c in CURVE_COLUMNS}, "run_id": record.run_id, "returns_json": "[]"}
+                   for p in curve]
+    return pd.DataFrame(rows, columns=list(run_columns())), pd.DataFrame(points, columns=list(CURVE_COLUMNS))
+
+
+def _digest(runs: pd.DataFrame, curves: pd.DataFrame, profile: str = "balanced", reps: int = 300) -> str:
+    inputs = inputs_from_frames(runs, curves, {}, PLUGINS, {}, get_profile(profile), ScoringOptions(reps=reps))
+    return inputs.digest()
+
+
+def _respell(value: Any, rng: random.Random) -> str:
+    """JSON text of ``value`` with keys in a random order and numbers spelled another way."""
+    if isinstance(value, dict):
+        items = list(value.items())
+        rng.shuffle(items)
+        return "{" + ", ".join(f"{json.dumps(k)}: {_respell(v, rng)}" for k, v in items) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_respell(v, rng) for v in value) + "]"
+    if isinstance(value, float) and np.isfinite(value):
+        return rng.choice([repr(value), f"{value:.17g}", f"{value:.17e}"])
+    if isinstance(value, int) and not isinstance(value, bool):
+        return rng.choice([str(value), f"{value}.0", f"{value}e0"])
+    return json.dumps(value)
+
+
+RUNS, CURVES = _frames()
+BASE_DIGEST = _digest(RUNS, CURVES)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_digest_ignores_run_order_dict_order_and_number_spelling(seed: int) -> None:
+    rng = random.Random(seed)
+    runs = RUNS.sample(frac=1.0, random_state=seed % 2**31)
+    runs = runs[rng.sample(list(runs.columns), len(runs.columns))].copy()
+    for column in json_columns():
+        runs[column] = [None if text is None else _respell(json.loads(text), rng) for text in runs[column]]
+    curves = CURVES.sample(frac=1.0, random_state=seed % 2**31)
+    assert _digest(runs, curves) == BASE_DIGEST
+
+
+NUMERIC = ["final_return_mean", "throughput", "startup_seconds", "peak_rss_bytes", "env_steps", "seed"]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(row=st.integers(0, len(RUNS) - 1), what=st.sampled_from(["number", "text", "json", "curve", "drop"]),
+       column=st.sampled_from(NUMERIC))
+def test_digest_changes_when_any_input_changes(row: int, what: str, column: str) -> None:
+    runs, curves = RUNS.copy(), CURVES.copy()
+    if what == "number":
+        value = runs.at[row, column]
+        runs[column] = runs[column].astype(object)
+        runs.at[row, column] = 1.0 if pd.isna(value) else np.nextafter(float(value), np.inf)
+    elif what == "text":
+        runs.at[row, "error"] = (runs.at[row, "error"] or "") + "!"
+    elif what == "json":
+        spec = json.loads(runs.at[row, "workload_json"])
+        spec["env_steps"] += 1
+        runs.at[row, "workload_json"] = json.dumps(spec)
+    elif what == "curve":
+        curves.at[row % len(curves), "return_mean"] += 1e-9
+    else:
+        runs = runs.drop(index=row)
+    assert _digest(runs, curves) != BASE_DIGEST
+
+
+def test_digest_covers_the_profile_the_options_and_the_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _digest(RUNS, CURVES, profile="performance") != BASE_DIGEST
+    assert _digest(RUNS, CURVES, reps=400) != BASE_DIGEST
+    import rlcompare
+
+    monkeypatch.setattr(rlcompare, "__version__", "9.9.9")
+    assert _digest(RUNS, CURVES) != BASE_DIGEST
