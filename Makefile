@@ -14,6 +14,9 @@ $(STAMP): pyproject.toml
 	# the CPU build of torch first, so no dependency pulls a CUDA build
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[test]'
+	# bytecode for the project's own modules: with PYTHONDONTWRITEBYTECODE set (as on this
+	# workplace's machines) every command would otherwise compile them again at start-up
+	PYTHONDONTWRITEBYTECODE= $(PY) -m compileall -q rlcompare adapters criteria
 	touch $(STAMP)
 
 demo: install

@@ -60,10 +60,18 @@ def _framework_distribution(data: ScoringData, adapter_id: str) -> tuple[str | N
         if not declared:
             return None, None, f"adapter {adapter_id!r} declares no import name and no distributions"
         name = declared[0]
-    try:
-        return name, importlib.metadata.version(name), None
-    except importlib.metadata.PackageNotFoundError:
+    version = _installed_version(name)
+    if version is None:
         return name, None, f"distribution {name!r} is not installed"
+    return name, version, None
+
+
+@functools.cache
+def _installed_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 @functools.cache
@@ -162,22 +170,43 @@ def _adapter_source(data: ScoringData, adapter_id: str) -> tuple[str | None, str
         return None, f"the source of adapter {adapter_id!r} is not available"
 
 
-def glue_lines(data: ScoringData, adapter_id: str) -> tuple[float | None, str | None]:
-    from radon.raw import analyze
-
-    source, reason = _adapter_source(data, adapter_id)
-    return (None, reason) if source is None else (float(analyze(source).lloc), None)
-
-
-def glue_complexity(data: ScoringData, adapter_id: str) -> tuple[float | None, str | None]:
-    from radon.complexity import cc_visit
-    from radon.visitors import Function
+def _glue(data: ScoringData, adapter_id: str) -> tuple[dict[str, float] | None, str | None]:
+    """Logical lines and summed cyclomatic complexity of the adapter module (radon), cached per
+    exact source text: re-analysing every adapter on every scoring was a third of its time."""
+    import hashlib
 
     source, reason = _adapter_source(data, adapter_id)
     if source is None:
         return None, reason
-    # cc_visit lists methods as functions too, and classes separately: count functions only.
-    return float(sum(block.complexity for block in cc_visit(source) if isinstance(block, Function))), None
+    key = f"glue|{hashlib.sha256(source.encode()).hexdigest()}|radon {_version('radon')}"
+
+    def measure() -> dict[str, float]:
+        from radon.complexity import cc_visit
+        from radon.raw import analyze
+        from radon.visitors import Function
+
+        # cc_visit lists methods as functions too, and classes separately: count functions only.
+        return {"lines": float(analyze(source).lloc),
+                "complexity": float(sum(b.complexity for b in cc_visit(source) if isinstance(b, Function)))}
+
+    return data.cache.get_or_compute(key, measure), None
+
+
+def _version(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
+
+
+def glue_lines(data: ScoringData, adapter_id: str) -> tuple[float | None, str | None]:
+    glue, reason = _glue(data, adapter_id)
+    return (None, reason) if glue is None else (glue["lines"], None)
+
+
+def glue_complexity(data: ScoringData, adapter_id: str) -> tuple[float | None, str | None]:
+    glue, reason = _glue(data, adapter_id)
+    return (None, reason) if glue is None else (glue["complexity"], None)
 
 
 # -- install footprint -------------------------------------------------------------------------------

@@ -31,11 +31,9 @@ def _column_result(data: ScoringData, column: str, what: str, scale: float = 1.0
 
 
 def _unrecorded(ok: pd.DataFrame, values: pd.DataFrame, what: str) -> list[tuple[str, str, str]]:
-    pairs = ok[["adapter", "workload_id"]].drop_duplicates()
-    have = values[["adapter", "workload_id"]].drop_duplicates()
-    merged = pairs.merge(have, how="left", indicator=True)
-    lacking = merged[merged["_merge"] == "left_only"]
-    return [(a, w, f"no {what} recorded for its finished seeds") for a, w in zip(lacking["adapter"], lacking["workload_id"], strict=True)]
+    pairs = set(zip(ok["adapter"], ok["workload_id"], strict=True))
+    lacking = pairs - set(zip(values["adapter"], values["workload_id"], strict=True))
+    return [(a, w, f"no {what} recorded for its finished seeds") for a, w in sorted(lacking)]
 
 
 def _run_values(data: ScoringData, runs: pd.DataFrame, per_run: pd.Series) -> pd.DataFrame:

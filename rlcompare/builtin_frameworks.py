@@ -9,7 +9,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rlcompare.hookspecs import hookimpl
-from rlcompare.registry import InvalidFrameworkEntryError, builtin_framework_files, load_framework_resource
+from rlcompare.registry import (
+    InvalidFrameworkEntryError,
+    builtin_framework_files,
+    load_builtin_entry_tables,
+    validated_entry,
+)
 
 if TYPE_CHECKING:
     from rlcompare.plugins import Register
@@ -19,9 +24,9 @@ if TYPE_CHECKING:
 def rlcompare_register_frameworks(register: Register) -> None:
     """Register every packaged entry; a broken file is reported after the valid ones are in."""
     problems: list[str] = []
-    for item in builtin_framework_files():
+    for item, table in load_builtin_entry_tables(builtin_framework_files()):
         try:
-            register.add_framework(load_framework_resource(item))
+            register.add_framework(validated_entry(item, table))
         except InvalidFrameworkEntryError as error:
             problems.append(str(error))
     if problems:

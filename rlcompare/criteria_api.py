@@ -190,14 +190,9 @@ class MeasurementCache:
 
     @staticmethod
     def default_path() -> Path:
-        import os
+        from rlcompare.user_cache import cache_dir
 
-        base = os.environ.get("RLCOMPARE_CACHE_DIR")
-        if base:
-            return Path(base) / "measurements.json"
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        root = Path(xdg) if xdg else Path.home() / ".cache"
-        return root / "rlcompare" / "measurements.json"
+        return cache_dir() / "measurements.json"
 
     @classmethod
     def default(cls, refresh: bool = False) -> MeasurementCache:
