@@ -137,8 +137,25 @@ def sample_efficiency(data: ScoringData) -> CriterionResult:
 # -- throughput, start-up, memory ------------------------------------------------------------------
 
 
+def _contention_notes(data: ScoringData, runs: pd.DataFrame | None = None) -> dict[tuple[str, str], str]:
+    """Cells whose valid runs kept more CPUs busy than their backend gave them (contention)."""
+    runs = data.ok_runs if runs is None else runs
+    if "cpus_needed" not in runs or "cpus_given" not in runs:
+        return {}
+    crowded = runs[runs["cpus_needed"].notna() & runs["cpus_given"].notna()
+                   & (runs["cpus_needed"] > runs["cpus_given"])]
+    notes = {}
+    for (adapter, workload_id), group in crowded.groupby(["adapter", "workload_id"], sort=True):
+        needed, given = int(group["cpus_needed"].max()), int(group["cpus_given"].min())
+        notes[(adapter, workload_id)] = (f"oversubscribed: needed {needed} CPUs, had {given} "
+                                         f"({len(group)} seeds): measures contention, not the framework")
+    return notes
+
+
 def throughput(data: ScoringData) -> CriterionResult:
-    return _column_result(data, "throughput", "throughput")
+    result = _column_result(data, "throughput", "throughput")
+    result.notes.update(_contention_notes(data))
+    return result
 
 
 def startup_latency(data: ScoringData) -> CriterionResult:
@@ -210,7 +227,7 @@ def scaling_efficiency(data: ScoringData) -> CriterionResult:
     keep = [(a, w) in multi_pairs for a, w in zip(unrunnable["adapter"], unrunnable["workload_id"], strict=True)]
     missing = unrunnable[np.array(keep, dtype=bool)]
     return CriterionResult.build(values, list(zip(missing["adapter"], missing["workload_id"], missing["reason"],
-                                                  strict=True)) + problems)
+                                                  strict=True)) + problems, notes=_contention_notes(data))
 
 
 # -- registration ------------------------------------------------------------------------------------
@@ -276,7 +293,8 @@ CRITERIA: tuple[Criterion, ...] = (
                "the mean throughput of the same adapter on the 1-worker workload with the same "
                "environment, algorithm, envs per worker and sampling mode (the scaling suite). 1 is "
                "linear scaling. Without a 1-worker baseline the cell is missing; 1-worker workloads "
-               "have no value.",
+               "have no value. A cell whose runs kept more CPUs busy than they were given (k workers "
+               "plus the learner on fewer cores) says so in its note: it measures contention, not scaling.",
     ),
     Criterion(
         id="completion_rate", title="Completion rate", category=PERFORMANCE, unit="share", direction=HIGHER,

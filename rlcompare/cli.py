@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from rlcompare.errors import RLCompareError
+from rlcompare.errors import RLCompareError, UsageError
 from rlcompare.registry_cli import COMMANDS as REGISTRY_COMMANDS
 from rlcompare.registry_cli import add_commands as add_registry_commands
 from rlcompare.reporting.cli import COMMANDS as REPORTING_COMMANDS
@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     listing = commands.add_parser("list", help="list adapters, criteria, workloads, suites or report formats")
-    listing.add_argument("kind", choices=("adapters", "criteria", "workloads", "suites", "formats"))
+    listing.add_argument("kind", choices=("adapters", "criteria", "workloads", "suites", "formats", "backends"))
     listing.add_argument("--json", action="store_true", help="machine-readable output")
 
     doctor = commands.add_parser("doctor", help="which adapters import, library versions, host")
@@ -104,7 +104,12 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--json", action="store_true", help="machine-readable output")
         if name == "run":
             command.add_argument("--store", default=DEFAULT_STORE, metavar="PATH", help="SQLite results store")
-            command.add_argument("--backend", choices=("local",), default="local", help="where runs execute")
+            command.add_argument("--backend", default="local", metavar="NAME",
+                                 help="where runs execute: local (default), ray, or an installed backend "
+                                      "(see `rlcompare list backends`)")
+            command.add_argument("--address", metavar="ADDR",
+                                 help="with --backend ray: the cluster to join (default: start a local one on "
+                                      "loopback for this matrix)")
             command.add_argument("--jobs", type=_positive_int, default=1, metavar="N",
                                  help="runs at a time (1: exclusive, for the cleanest timings)")
             command.add_argument("--timeout", type=_positive_float, default=DEFAULT_TIMEOUT_SECONDS,
@@ -183,6 +188,18 @@ def cmd_list(args: argparse.Namespace) -> int:
         from rlcompare.reporting.cli import list_formats
 
         return list_formats(plugins, args.json)
+    elif args.kind == "backends":
+        rows = []
+        for name, backend_class in sorted(plugins.backends.items()):
+            origin = plugins.origin("backend", name)
+            rows.append({"id": name, "description": backend_class.description, "plugin": origin.plugin,
+                         "distribution": origin.distribution, "version": origin.version})
+        if args.json:
+            _print_json(rows)
+        else:
+            _table("backends", ("id", "description", "plugin"),
+                   [(r["id"], r["description"], f"{r['plugin']} ({r['distribution'] or '?'} {r['version'] or ''})")
+                    for r in rows])
     elif args.kind == "suites":
         data = [{"name": s.name, "workloads": list(s.workload_ids), "description": s.description}
                 for _, s in sorted(plugins.suites.items())]
@@ -248,49 +265,73 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def _plan_from_args(args: argparse.Namespace) -> Any:
+    return _plugins_and_plan(args)[1]
+
+
+def _plugins_and_plan(args: argparse.Namespace) -> tuple[Any, Any]:
     from rlcompare.plan import build_plan, resolve_workloads
     from rlcompare.plugins import build_plugin_manager
 
     plugins = build_plugin_manager()
     _warn_plugin_errors(plugins)
     workloads = resolve_workloads(plugins, args.suite, args.workload)
-    return build_plan(plugins, workloads, args.adapters, args.seeds)
+    return plugins, build_plan(plugins, workloads, args.adapters, args.seeds)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from rlcompare.execution.backend import cpus_needed
+    from rlcompare.execution.local import usable_cpus
+
     plan = _plan_from_args(args)
+    cpus = usable_cpus()
     if args.json:
         _print_json({
             "runs": [{"run_id": r.run_id, "workload": r.workload.id, "adapter": r.adapter_id,
-                      "framework": r.framework, "seed": r.seed, "workload_digest": r.workload.digest}
+                      "framework": r.framework, "seed": r.seed, "workload_digest": r.workload.digest,
+                      "cpus_needed": cpus_needed(r), "oversubscribed_here": cpus_needed(r) > cpus}
                      for r in plan.runs],
             "refused": [{"workload": r.workload.id, "adapter": r.adapter_id, "reason": r.reason}
                         for r in plan.refused],
+            "usable_cpus": cpus,
         })
         return 0
+    crowded = 0
     for run in plan.runs:
+        needed = cpus_needed(run)
+        flag = ""
+        if needed > cpus:
+            crowded += 1
+            flag = f"\toversubscribed: needs {needed} CPUs, this machine has {cpus}"
         print(f"{run.run_id}\tworkload={run.workload.id}\tadapter={run.adapter_id}\tseed={run.seed}"
-              f"\tenv={run.workload.env}\talgorithm={run.workload.algorithm}\tsteps={run.workload.env_steps}")
+              f"\tenv={run.workload.env}\talgorithm={run.workload.algorithm}\tsteps={run.workload.env_steps}"
+              f"\tcpus={needed}{flag}")
     for refused in plan.refused:
         print(f"refused\t{refused.reason}")
-    print(f"# {len(plan.runs)} runs, {len(plan.refused)} refused pairs", file=sys.stderr)
+    note = f"; {crowded} need more CPUs than this machine has (their throughput measures contention)" if crowded else ""
+    print(f"# {len(plan.runs)} runs, {len(plan.refused)} refused pairs{note}", file=sys.stderr)
     return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     import signal
 
+    from rlcompare.execution.backend import BackendOptions, Limits
+    from rlcompare.execution.driver import Driver
     from rlcompare.progress import ConsoleProgress
-    from rlcompare.runner import LocalRunner
     from rlcompare.store import Store
 
-    plan = _plan_from_args(args)  # every input is validated first, then the store, then runs start
+    plugins, plan = _plugins_and_plan(args)  # every input is validated first, then the store, then runs start
+    backend_class = plugins.backend(args.backend)
+    if args.address is not None and args.backend != "ray":
+        raise UsageError(f"--address: only --backend ray joins a cluster, not {args.backend!r}")
+    backend = backend_class(Limits(args.timeout, args.max_memory), BackendOptions(jobs=args.jobs, address=args.address))
+    backend.check()
     with Store(args.store) as store:
         store.check_writable()
         progress = ConsoleProgress(total=len(plan.runs))
-        runner = LocalRunner(store, jobs=args.jobs, timeout_seconds=args.timeout, max_memory_bytes=args.max_memory,
-                             on_start=progress.started, on_finish=progress.finished)
-        summary = runner.run(plan, resume=args.resume)
+        progress.warn_oversubscribed(plan, backend)
+        driver = Driver(store, backend, on_start=progress.started, on_finish=progress.finished)
+        summary = driver.run(plan, resume=args.resume)
     progress.close(summary, args.store)
     if args.json:
         _print_json({"store": args.store, "counts": dict(summary.counts), "skipped": summary.skipped,

@@ -55,3 +55,10 @@ def rlcompare_register_frameworks(register: Register) -> None:
 def rlcompare_register_report_formats(register: Register) -> None:
     """Register report formats with ``register.add_report_format(ReportFormat(...))``
     (:class:`rlcompare.reporting.formats.ReportFormat`); ``rlcompare report --format ID`` writes them."""
+
+
+@hookspec
+def rlcompare_register_backends(register: Register) -> None:
+    """Register execution backends with ``register.add_backend(BackendClass)``
+    (a subclass of :class:`rlcompare.execution.backend.Backend` with a ``name``);
+    ``rlcompare run --backend NAME`` runs the matrix on it."""

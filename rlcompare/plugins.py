@@ -35,6 +35,8 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "criteria.performance",
     "criteria.development",
     "rlcompare.reporting.builtin_formats",
+    "rlcompare.execution.local",
+    "rlcompare.execution.ray_backend",
 )
 
 #: Set to ``1`` to skip third-party plugins found through entry points.
@@ -85,6 +87,7 @@ class Register:
     criteria: dict[str, Any] = field(default_factory=dict)
     frameworks: dict[str, Any] = field(default_factory=dict)
     report_formats: dict[str, Any] = field(default_factory=dict)
+    backends: dict[str, Any] = field(default_factory=dict)
     origins: dict[tuple[str, str], Origin] = field(default_factory=dict)
     clashes: dict[tuple[str, str], list[Origin]] = field(default_factory=dict)
     errors: list[PluginError] = field(default_factory=list)
@@ -140,6 +143,13 @@ class Register:
         check_report_format(report_format)
         self._add("report format", self.report_formats, report_format.id, report_format)
 
+    def add_backend(self, backend_class: Any) -> None:
+        """A subclass of :class:`rlcompare.execution.backend.Backend`, checked here."""
+        from rlcompare.execution.backend import check_backend_class
+
+        check_backend_class(backend_class)
+        self._add("backend", self.backends, backend_class.name, backend_class)
+
 
 @dataclass
 class Plugins:
@@ -172,6 +182,16 @@ class Plugins:
     @property
     def report_formats(self) -> dict[str, Any]:
         return self.register.report_formats
+
+    @property
+    def backends(self) -> dict[str, Any]:
+        return self.register.backends
+
+    def backend(self, name: str) -> Any:
+        """The backend class ``name``, or an error naming the closest one."""
+        if name not in self.backends:
+            raise UnknownNameError("backend", name, self.backends, "rlcompare list backends")
+        return self.backends[name]
 
     def adapter(self, adapter_id: str) -> Adapter:
         """An instance of the adapter ``adapter_id``, or an error naming the closest one."""
@@ -254,6 +274,7 @@ def build_plugin_manager(
         "rlcompare_register_workloads",
         "rlcompare_register_criteria",
         "rlcompare_register_report_formats",
+        "rlcompare_register_backends",
     ):
         caller = getattr(manager.hook, hook_name)
         for impl in caller.get_hookimpls():

@@ -56,6 +56,10 @@ class RunRecord:
     ideal_throughput: float | None = None
     cpu_seconds: float | None = None
     peak_rss_bytes: int | None = None
+    #: CPUs the run keeps busy (its processes x threads) and CPUs its backend gave it: a run that
+    #: needs more than it was given measures contention, not its framework (flagged in reports).
+    cpus_needed: int | None = None
+    cpus_given: int | None = None
     final_return_mean: float | None = None
     final_return_std: float | None = None
     success_threshold: float | None = None

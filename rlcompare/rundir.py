@@ -43,13 +43,17 @@ def runs_root(store_path: str | Path) -> Path:
     return store_path.with_name(store_path.name + RUNS_SUFFIX)
 
 
-def write_json_atomically(path: Path, data: Any) -> None:
-    """Write ``data`` so that a reader sees the old file or the whole new one, and it is on disk."""
+def write_json_atomically(path: Path, data: Any, sync: bool = True) -> None:
+    """Write ``data`` so that a reader sees the old file or the whole new one; with ``sync``, on
+    disk before this returns (a result), else in the page cache (survives the process, like the
+    store's own commits; enough for what only says how to find a run)."""
     partial = path.with_name(path.name + ".tmp")
+    text = json.dumps(data, default=str)  # json.dumps runs in C; json.dump to a file does not
     with partial.open("w", encoding="utf-8") as handle:
-        json.dump(data, handle, default=str)
+        handle.write(text)
         handle.flush()
-        os.fsync(handle.fileno())
+        if sync:
+            os.fsync(handle.fileno())
     os.replace(partial, path)
 
 
@@ -71,12 +75,15 @@ class RunDirectory:
     def create(cls, store_path: str | Path, run_id: str) -> RunDirectory:
         """A new, empty directory for ``run_id`` owned by this process."""
         root = runs_root(store_path)
-        root.mkdir(exist_ok=True)
         path = root / f"{run_id}.{secrets.token_hex(4)}"
-        path.mkdir()
+        try:
+            path.mkdir()
+        except FileNotFoundError:  # the first run of this store (or of this matrix)
+            root.mkdir(exist_ok=True)
+            path.mkdir()
         directory = cls(path)
         write_json_atomically(directory.driver, {"pid": os.getpid(), "start": _process_start(os.getpid()),
-                                                 "claimed_at": time.time()})
+                                                 "claimed_at": time.time()}, sync=False)
         return directory
 
     @property
@@ -104,7 +111,7 @@ class RunDirectory:
         return self.path / LOG
 
     def write_spec(self, spec: dict[str, Any]) -> None:
-        write_json_atomically(self.spec, spec)
+        write_json_atomically(self.spec, spec, sync=False)
 
     def read_spec(self) -> dict[str, Any] | None:
         return _read_json(self.spec)
@@ -155,11 +162,23 @@ class RunDirectory:
         return claimed
 
     def remove(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
-        try:
-            self.path.parent.rmdir()  # the last run of the store: no empty folder left behind
+        try:  # the files a run directory holds, then the directory: cheaper than rmtree's walk
+            for entry in os.scandir(self.path):
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+            os.rmdir(self.path)
         except OSError:
-            pass
+            shutil.rmtree(self.path, ignore_errors=True)
+
+
+def remove_root_if_empty(store_path: str | Path) -> None:
+    """Remove the store's folder of run directories once nothing is left in it."""
+    try:
+        runs_root(store_path).rmdir()
+    except OSError:
+        pass
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

@@ -23,7 +23,7 @@ from rlcompare.records import RunRecord
 if TYPE_CHECKING:
     import pandas as pd
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: Run statuses (see :mod:`rlcompare.records`).
 STATUSES = records.STATUSES
@@ -88,7 +88,15 @@ def _migrate_1_to_2(connection: sqlite3.Connection) -> None:
              "ok" if verdict.valid else "invalid", None if verdict.valid else "; ".join(verdict.reasons), run_id))
 
 
-_MIGRATIONS = {1: _migrate_1_to_2}
+def _migrate_2_to_3(connection: sqlite3.Connection) -> None:
+    """Version 3 records the CPUs a run needed and the CPUs its backend gave it."""
+    present = {row[1] for row in connection.execute("PRAGMA table_info(runs)")}
+    for column in ("cpus_needed", "cpus_given"):
+        if column not in present:
+            connection.execute(f"ALTER TABLE runs ADD COLUMN {column} INTEGER")
+
+
+_MIGRATIONS = {1: _migrate_1_to_2, 2: _migrate_2_to_3}
 
 
 #: ``PRAGMA application_id`` of an rlcompare store ("RLCP"): a file without it (and without the

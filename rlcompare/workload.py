@@ -9,6 +9,7 @@ anything runs; a file that does not validate raises :class:`InvalidWorkloadError
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -251,14 +252,23 @@ class Workload(_Spec):
     def with_seeds(self, seeds: int) -> Workload:
         if not 0 < seeds <= MAX_SEEDS:
             raise InvalidWorkloadError(f"--seeds: expected 1 to {MAX_SEEDS}, got {seeds}")
-        return self.model_copy(update={"seeds": seeds})
+        copy = self.model_copy(update={"seeds": seeds})
+        for cached in ("json_text", "digest"):  # model_copy copies the cache of the original too
+            copy.__dict__.pop(cached, None)
+        return copy
 
     def to_dict(self) -> dict[str, Any]:
+        """The spec as plain JSON data (a fresh copy each call)."""
+        return json.loads(self.json_text)
+
+    @functools.cached_property
+    def json_text(self) -> str:
+        """The spec as JSON text, made once (a workload is frozen; every run of it records it)."""
         data = self.model_dump(mode="json")
         data["hyperparameters"] = self.hyperparameters.model_dump(mode="json")
-        return data
+        return json.dumps(data)
 
-    @property
+    @functools.cached_property
     def digest(self) -> str:
         """Content digest of everything that shapes a run (not the description or seed count)."""
         data = self.to_dict()

@@ -86,7 +86,8 @@ def test_a_bad_store_is_refused_before_any_run_and_left_untouched(
     store, fragment = _store_cases(tmp_path)[case]
     before = {p: _digest(p) for p in tmp_path.rglob("*") if p.is_file()}
     launched: list[object] = []
-    monkeypatch.setattr("rlcompare.runner.LocalRunner._launch", lambda self, planned: launched.append(planned))
+    monkeypatch.setattr("rlcompare.execution.local.LocalBackend.submit",
+                        lambda self, planned, directory: launched.append(planned))
     status, err = _status(["run", "--workload", str(workload), "--adapters", "sb3", "--store", store], capsys)
     assert status == 2 and len(err) == 1 and fragment in err[0], err
     assert not launched

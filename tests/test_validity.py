@@ -11,7 +11,7 @@ import pytest
 
 from rlcompare.adapter import Adapter
 from rlcompare.plugins import build_plugin_manager
-from rlcompare.store import Store
+from rlcompare.store import SCHEMA_VERSION, Store
 from rlcompare.validity import BudgetTolerance, judge_run
 from rlcompare.workload import workload_from_dict
 
@@ -121,8 +121,16 @@ def test_a_version_1_store_is_migrated_when_written(tmp_path: Path) -> None:
     with Store(path) as store:
         store.create()
     connection = sqlite3.connect(path)
-    assert connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("2",)
+    assert connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION),)
     status = dict(connection.execute("SELECT run_id, status FROM runs"))
     assert status == {"p__a__s0": "ok", "p__a__s1": "invalid"}
     assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     assert connection.execute("SELECT count(*) FROM curves").fetchone() == (2,)
+
+
+def test_a_workload_with_other_seeds_is_serialized_with_them_even_after_the_original_was() -> None:
+    workload = workload_from_dict(PPO, "t")
+    assert workload.to_dict()["seeds"] == 2 and workload.digest  # both made and kept
+    more = workload.with_seeds(7)
+    assert more.to_dict()["seeds"] == 7 and json.loads(more.json_text)["seeds"] == 7
+    assert more.digest == workload.digest  # the seed count is not part of what shapes a run

@@ -1,0 +1,145 @@
+"""The execution-backend seam: where and how planned runs execute, behind one small protocol.
+
+A backend runs each planned run as the same fresh-interpreter worker (``python -m rlcompare.worker``)
+and tells the driver how it ended; the driver (:mod:`rlcompare.execution.driver`) plans, resumes,
+stores and recovers, and is the only writer of the store, whatever the backend. Backends are
+registered through the ``rlcompare_register_backends`` hook, the built-in ``local`` and ``ray``
+exactly as an outside package would register ``slurm`` or ``kubernetes``.
+
+A backend keeps each run's evaluation points and result in the run's directory on the driver's
+machine (:class:`rlcompare.rundir.RunDirectory`) as they arrive, so a crash anywhere keeps them.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from rlcompare.plan import PlannedRun
+    from rlcompare.rundir import RunDirectory
+
+#: Torch/BLAS/OpenMP thread variables pinned to the workload's threads_per_worker in every run.
+THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+#: Every process of a run inherits this variable, so stragglers can be found after the fact.
+RUN_ID_ENV = "RLCOMPARE_RUN_ID"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a run may use; a run past either is stopped (timeout / failed with the figure)."""
+
+    timeout_seconds: float | None = None
+    max_memory_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """What the command line says about execution (a backend reads the options it knows)."""
+
+    jobs: int = 1
+    address: str | None = None
+
+
+@dataclass
+class Ending:
+    """How one run ended, as its backend saw it."""
+
+    result: dict[str, Any] | None
+    stop_status: str | None = None
+    stop_reason: str | None = None
+    wall_seconds: float | None = None
+    cpu_seconds: float | None = None
+    peak_rss_bytes: int | None = None
+    cpus_given: int | None = None
+    output_tail: str = ""
+
+
+class Backend(ABC):
+    """Executes planned runs. Subclasses set ``name`` and ``description`` and implement the methods.
+
+    The driver calls :meth:`open` once, then repeatedly: :meth:`submit` while fewer than
+    :meth:`capacity` runs are in flight, :meth:`wait` for a moment, :meth:`poll` each run in flight
+    (None while it runs; an :class:`Ending` once it ended), :meth:`cancel` to stop one (interrupt,
+    shutdown); and :meth:`close` at the end.
+    """
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+
+    def __init__(self, limits: Limits | None = None, options: BackendOptions | None = None) -> None:
+        self.limits = limits or Limits()
+        self.options = options or BackendOptions()
+
+    def check(self) -> None:  # noqa: B027 - optional hook
+        """Check the options before anything is written (e.g. that a cluster answers); raise
+        :class:`rlcompare.errors.UsageError` with one line when they are wrong."""
+
+    def open(self) -> None:  # noqa: B027 - optional hook
+        """Prepare (start or join a cluster). Raise :class:`rlcompare.errors.UsageError` with one
+        line when it cannot."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release what :meth:`open` took."""
+
+    @abstractmethod
+    def capacity(self) -> int:
+        """How many runs may be in flight at once."""
+
+    @abstractmethod
+    def submit(self, planned: PlannedRun, directory: RunDirectory) -> Any:
+        """Start ``planned`` (its spec is in ``directory``); return a handle for :meth:`poll`."""
+
+    @abstractmethod
+    def wait(self, handles: Sequence[Any], timeout: float) -> Sequence[Any]:
+        """Return, after at most ``timeout`` seconds, the handles that may have news (all of them
+        when the backend cannot tell); the driver polls those."""
+
+    @abstractmethod
+    def poll(self, handle: Any) -> Ending | None:
+        """Sample the run, enforce the limits; None while it runs, else how it ended."""
+
+    @abstractmethod
+    def cancel(self, handle: Any, status: str, reason: str) -> Ending:
+        """Stop the run's whole process tree and say how it ended (``status`` with ``reason``)."""
+
+
+def worker_environment(planned: PlannedRun, base: dict[str, str] | None = None) -> dict[str, str]:
+    """A run's environment: thread pins identical for every adapter, the run id on every process,
+    no inherited Ray address (a framework using Ray starts its own)."""
+    env = dict(os.environ if base is None else base)
+    threads = str(planned.workload.parallelism.threads_per_worker)
+    for name in THREAD_ENV_VARS:
+        env[name] = threads
+    env["PYTHONUNBUFFERED"] = "1"
+    env[RUN_ID_ENV] = planned.run_id
+    env.pop("RAY_ADDRESS", None)
+    return env
+
+
+def cpus_needed(planned: PlannedRun) -> int:
+    """CPUs a run keeps busy: its training process, plus one per rollout-worker process when it has
+    separate ones, each with the workload's torch/BLAS threads (vectorized envs step in-process)."""
+    parallelism = planned.workload.parallelism
+    processes = 1 + (parallelism.workers if parallelism.workers > 1 else 0)
+    return processes * parallelism.threads_per_worker
+
+
+def check_backend_class(backend_class: Any) -> None:
+    """Refuse, at registration, a backend class that breaks the contract's declarations."""
+    import re
+
+    from rlcompare.errors import PluginError
+
+    label = getattr(backend_class, "__qualname__", repr(backend_class))
+    if not isinstance(backend_class, type) or not issubclass(backend_class, Backend):
+        raise PluginError(label, "add_backend expects a subclass of rlcompare.execution.backend.Backend")
+    name = getattr(backend_class, "name", None)
+    if not isinstance(name, str) or not re.match(r"^[a-z][a-z0-9_-]{0,31}$", name):
+        raise PluginError(label, f"backend name {name!r} must be lower case letters, digits, '-' or '_'")
+    if getattr(backend_class, "__abstractmethods__", None):
+        missing = ", ".join(sorted(backend_class.__abstractmethods__))
+        raise PluginError(label, f"backend {name!r} does not implement {missing}")

@@ -1,0 +1,323 @@
+"""The driver: runs a plan on a backend and stores every run as soon as it ends.
+
+The driver is backend-agnostic and the only writer of the store. Nothing finished is lost: a run's
+files live in its run directory beside the store (:mod:`rlcompare.rundir`) until the store has
+committed them; a run that finished while its driver was gone, or that could not be stored (disk
+full, store locked), is stored by the next ``run`` on the store. SIGINT and SIGTERM stop the matrix
+cleanly: in-flight runs are stopped and stored as ``interrupted`` with the evaluation points they
+finished.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlcompare.execution.backend import Backend, Ending, cpus_needed
+from rlcompare.plan import Plan, PlannedRun, RefusedPair, run_id_for
+from rlcompare.plugins import Origin
+from rlcompare.records import RunRecord
+from rlcompare.rundir import RunDirectory, orphaned, remove_root_if_empty
+from rlcompare.store import Store, StoreWriteError
+from rlcompare.validity import BudgetTolerance, judge_run
+from rlcompare.workload import Workload, workload_from_dict
+
+#: Longest wait between two looks at the runs in flight.
+POLL_SECONDS = 0.1
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    status: str
+    record: RunRecord
+
+
+@dataclass
+class RunSummary:
+    outcomes: list[RunOutcome] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    #: Runs a previous driver left in their run directories (finished, or interrupted), stored now;
+    #: they do not count towards this matrix's exit status.
+    recovered: list[RunOutcome] = field(default_factory=list)
+    #: Runs whose result could not be stored: (run id, run directory, why); ``--resume`` stores them.
+    unstored: list[tuple[str, str, str]] = field(default_factory=list)
+    #: The signal that stopped the matrix, if one did.
+    interrupted_by: int | None = None
+
+    @property
+    def counts(self) -> Counter[str]:
+        return Counter(outcome.status for outcome in self.outcomes)
+
+    @property
+    def all_ok(self) -> bool:
+        return all(outcome.status == "ok" for outcome in self.outcomes) and not self.unstored
+
+
+@dataclass
+class _InFlight:
+    planned: PlannedRun
+    directory: RunDirectory
+    launched_at: float
+    handle: Any
+
+
+def run_spec(planned: PlannedRun, directory: RunDirectory, launched_at: float) -> dict[str, Any]:
+    """What the worker receives (plain data), plus what a driver needs to store the run later."""
+    return {
+        "run_id": planned.run_id,
+        "adapter": planned.adapter_id,
+        "framework": planned.framework,
+        "seed": planned.seed,
+        "workload": planned.workload.to_dict(),
+        "run_dir": str(directory.path),
+        "launched_at": launched_at,
+        "tolerance": planned.budget_tolerance.to_dict(),
+        "origin": {"plugin": planned.origin.plugin, "distribution": planned.origin.distribution,
+                   "version": planned.origin.version},
+    }
+
+
+class Driver:
+    """Runs a plan on a backend, storing each run as it ends."""
+
+    def __init__(
+        self,
+        store: Store,
+        backend: Backend,
+        on_finish: Callable[[RunOutcome], None] | None = None,
+        on_start: Callable[[PlannedRun], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.backend = backend
+        self.on_finish = on_finish
+        self.on_start = on_start
+        self._stop_signal: int | None = None
+
+    def run(self, plan: Plan, resume: bool = False) -> RunSummary:
+        summary = RunSummary()
+        try:
+            self._recover(summary)
+            for refused in plan.refused:
+                self._store(_refused_record(refused), [], None, summary)
+            return self._run(plan, resume, summary)
+        finally:
+            remove_root_if_empty(self.store.path)  # no empty folder left beside the store
+
+    def _run(self, plan: Plan, resume: bool, summary: RunSummary) -> RunSummary:
+        done = self.store.finished_digests() if resume else {}
+        pending: list[PlannedRun] = []
+        for planned in plan.runs:
+            if done.get(planned.run_id) == planned.workload.digest:
+                summary.skipped.append(planned.run_id)
+            else:
+                pending.append(planned)
+        if not pending:
+            return summary
+        self.backend.open()
+        active: list[_InFlight] = []
+        restore = self._catch_signals()
+        try:
+            capacity = max(1, self.backend.capacity())
+            while ((pending and not summary.unstored) or active) and self._stop_signal is None:
+                while pending and len(active) < capacity and not summary.unstored and self._stop_signal is None:
+                    active.append(self._submit(pending.pop(0)))
+                news = {id(handle) for handle in self.backend.wait([run.handle for run in active], POLL_SECONDS)}
+                for run in [run for run in active if id(run.handle) in news]:
+                    ending = self.backend.poll(run.handle)
+                    if ending is not None:
+                        active.remove(run)
+                        summary.outcomes.append(self._finish(run, ending, summary))
+            if self._stop_signal is not None:
+                reason = f"interrupted by {signal.Signals(self._stop_signal).name}"
+                for run in active:
+                    ending = self.backend.cancel(run.handle, "interrupted", reason)
+                    summary.outcomes.append(self._finish(run, ending, summary))
+                active.clear()
+                summary.interrupted_by = self._stop_signal
+        finally:
+            for run in active:  # an unexpected error: stop what runs; its files stay for recovery
+                try:
+                    self.backend.cancel(run.handle, "interrupted", "its driver failed")
+                except Exception:  # noqa: BLE001 - best effort while another error propagates
+                    pass
+            self.backend.close()
+            restore()
+        return summary
+
+    def _catch_signals(self) -> Callable[[], None]:
+        """SIGINT and SIGTERM stop the matrix after storing what is in flight; a second signal
+        while that happens is ignored. Only possible (and needed) in the main thread."""
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+
+        def stop(signum: int, _frame: Any) -> None:
+            if self._stop_signal is None:
+                self._stop_signal = signum
+
+        previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+        def restore() -> None:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+        return restore
+
+    def _submit(self, planned: PlannedRun) -> _InFlight:
+        directory = RunDirectory.create(self.store.path, planned.run_id)
+        launched_at = time.time()
+        directory.write_spec(run_spec(planned, directory, launched_at))
+        handle = self.backend.submit(planned, directory)
+        if self.on_start is not None:
+            self.on_start(planned)
+        return _InFlight(planned, directory, launched_at, handle)
+
+    def _finish(self, run: _InFlight, ending: Ending, summary: RunSummary) -> RunOutcome:
+        curve = run.directory.read_progress()
+        record = build_record(run.planned, ending, curve, run.launched_at)
+        self._store(record, curve, run.directory, summary)
+        outcome = RunOutcome(run.planned.run_id, record.status, record)
+        if self.on_finish is not None:
+            self.on_finish(outcome)
+        return outcome
+
+    def _store(self, record: RunRecord, curve: Sequence[dict[str, Any]], directory: RunDirectory | None,
+               summary: RunSummary) -> bool:
+        """Commit the run; on failure keep its directory (the next run on the store commits it)."""
+        try:
+            self.store.save_run(record, curve)
+        except StoreWriteError as error:
+            where = str(directory.path) if directory is not None else "(refused pair, planned again)"
+            summary.unstored.append((record.run_id, where, str(error)))
+            return False
+        if directory is not None:
+            directory.remove()
+        return True
+
+    def _recover(self, summary: RunSummary) -> None:
+        """Store the runs of a previous driver that died or could not store them: finished ones
+        with their result (judged as usual), unfinished ones as interrupted with their points."""
+        for found in list(orphaned(self.store.path)):
+            directory = found.claim()
+            if directory is None:
+                continue  # another driver took it over first
+            spec = directory.read_spec() or {}
+            try:
+                planned = planned_from_spec(spec)
+            except Exception:  # noqa: BLE001 - a spec this version cannot read is left for the user
+                continue
+            result = directory.read_result()
+            ending = Ending(result=result, output_tail=directory.output_tail())
+            if not result:
+                ending.stop_status, ending.stop_reason = "interrupted", "its driver stopped before the run ended"
+            else:
+                ending.wall_seconds = float(result.get("worker_seconds") or 0.0) or None
+            curve = directory.read_progress()
+            record = build_record(planned, ending, curve, float(spec.get("launched_at") or time.time()))
+            if self._store(record, curve, directory, summary):
+                summary.recovered.append(RunOutcome(record.run_id, record.status, record))
+
+
+def planned_from_spec(spec: dict[str, Any]) -> PlannedRun:
+    """The planned run a run directory's spec describes (to store a run its driver left behind)."""
+    workload = workload_from_dict(spec["workload"], f"run {spec['run_id']}")
+    tolerance = BudgetTolerance(**spec["tolerance"]) if spec.get("tolerance") else None
+    origin = Origin(**spec["origin"]) if spec.get("origin") else Origin("?")
+    return PlannedRun(workload, str(spec["adapter"]), str(spec.get("framework", "?")), int(spec["seed"]),
+                      tolerance, origin)
+
+
+def build_record(planned: PlannedRun, ending: Ending, curve: Sequence[dict[str, Any]], launched_at: float) -> RunRecord:
+    """The stored record of a run: its result, curve and measurements, judged for validity."""
+    workload = planned.workload
+    tolerance = planned.budget_tolerance
+    result = ending.result or {}
+    status = ending.stop_status or result.get("status", "failed")
+    error = ending.stop_reason or result.get("error")
+    training = result.get("training_seconds") or 0.0
+    steps = result.get("env_steps")
+    framework_steps = result.get("framework_env_steps")
+    verdict = None
+    if status == "ok":
+        verdict = judge_run(
+            env_steps=steps, framework_env_steps=framework_steps, budget=workload.env_steps, tolerance=tolerance,
+            evaluation_returns=[point.get("return_mean") for point in curve],
+            final_return=result.get("final_return_mean"),
+        )
+        if not verdict.valid:
+            status, error = "invalid", "; ".join(verdict.reasons)
+    wall = ending.wall_seconds
+    return RunRecord(
+        **_identity(workload, planned.adapter_id, planned.framework, planned.seed, planned.origin),
+        status=status,
+        error=error,
+        started_at=launched_at,
+        finished_at=launched_at + (wall or 0.0),
+        wall_seconds=wall,
+        startup_seconds=result.get("startup_seconds"),
+        training_seconds=result.get("training_seconds"),
+        evaluation_seconds=result.get("evaluation_seconds"),
+        env_steps=steps,
+        framework_env_steps=framework_steps,
+        step_count_gap=abs(steps - framework_steps) if steps is not None and framework_steps is not None else None,
+        step_count_tolerance=tolerance.count_gap_steps,
+        budget_granularity=tolerance.granularity,
+        budget_overshoot_steps=tolerance.overshoot_steps,
+        episodes=result.get("episodes"),
+        evaluations=len(curve),
+        throughput=(steps / training) if steps and training > 0 else None,
+        ideal_throughput=workload_ideal_throughput(workload),
+        cpu_seconds=ending.cpu_seconds,
+        peak_rss_bytes=ending.peak_rss_bytes,
+        cpus_needed=cpus_needed(planned),
+        cpus_given=ending.cpus_given,
+        final_return_mean=result.get("final_return_mean") if status == "ok" else None,
+        final_return_std=result.get("final_return_std") if status == "ok" else None,
+        success_threshold=workload.success_threshold,
+        budget_env_steps=workload.env_steps,
+        torch_threads=result.get("torch_threads"),
+        host_fingerprint=(result.get("host") or {}).get("fingerprint"),
+        versions_json=result.get("versions"),
+        host_json=result.get("host"),
+        fidelity_json=result.get("fidelity"),
+        native_config_json=result.get("native_config"),
+        validity_json=None if verdict is None else verdict.to_dict(),
+        traceback=result.get("traceback") or (ending.output_tail if status not in ("ok", "invalid") else None),
+    )
+
+
+def workload_ideal_throughput(workload: Workload) -> float | None:
+    """Known ideal env steps/s on a calibrated environment (None elsewhere)."""
+    from rlcompare.envs import CALIBRATED_ENV_ID, ideal_throughput
+
+    if workload.env != CALIBRATED_ENV_ID:
+        return None
+    step_cost_ms = float(workload.env_kwargs.get("step_cost_ms", 1.0))
+    return ideal_throughput(step_cost_ms, workload.parallelism.workers)
+
+
+def _refused_record(refused: RefusedPair) -> RunRecord:
+    workload = refused.workload
+    return RunRecord(
+        **_identity(workload, refused.adapter_id, refused.framework, -1, refused.origin),
+        status="unsupported",
+        error=refused.reason,
+        success_threshold=workload.success_threshold,
+        budget_env_steps=workload.env_steps,
+    )
+
+
+def _identity(workload: Workload, adapter_id: str, framework: str, seed: int, origin: Origin) -> dict[str, Any]:
+    """The fields that say which run a record is and which code produced it."""
+    return {
+        "run_id": run_id_for(workload.id, adapter_id, seed), "workload_id": workload.id,
+        "workload_digest": workload.digest, "adapter": adapter_id, "framework": framework,
+        "algorithm": workload.algorithm, "env_id": workload.env, "seed": seed,
+        "adapter_plugin": origin.plugin, "adapter_distribution": origin.distribution,
+        "adapter_version": origin.version, "workload_json": workload.to_dict(),
+    }

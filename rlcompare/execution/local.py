@@ -1,0 +1,135 @@
+"""The ``local`` backend: every run a subprocess of the driver on this machine, ``--jobs`` at a time.
+
+Each run is its own process group; the backend samples its whole tree (peak summed RSS, CPU time),
+stops it past its timeout or memory limit, and hands the worker the read end of a pipe whose write
+end only the driver holds, so a worker stops its tree when the driver dies (SIGKILL included).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any
+
+from rlcompare.driver_watch import DRIVER_FD_ENV
+from rlcompare.execution.backend import Backend, Ending, worker_environment
+from rlcompare.hookspecs import hookimpl
+from rlcompare.process_tree import TreeMonitor, kill_tree
+
+if TYPE_CHECKING:
+    from rlcompare.plan import PlannedRun
+    from rlcompare.plugins import Register
+    from rlcompare.rundir import RunDirectory
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass
+class LocalRun:
+    planned: PlannedRun
+    process: subprocess.Popen[bytes]
+    directory: RunDirectory
+    started: float
+    monitor: TreeMonitor
+    log: IO[bytes]
+    driver_pipe: int
+    stop_status: str | None = None
+    stop_reason: str | None = None
+
+
+class LocalBackend(Backend):
+    name = "local"
+    description = "subprocesses on this machine, --jobs at a time (1: exclusive, for the cleanest timings)"
+
+    #: Seconds between two samples of the process trees.
+    sample_interval = 0.1
+
+    def __init__(self, *args: Any, python: str = sys.executable, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.python = python
+
+    def capacity(self) -> int:
+        return self.options.jobs
+
+    def cpus_given(self) -> int:
+        """The CPUs each run has when ``jobs`` share the machine."""
+        return max(1, usable_cpus() // max(1, self.options.jobs))
+
+    def submit(self, planned: PlannedRun, directory: RunDirectory) -> LocalRun:
+        log = directory.log.open("wb")
+        watched, held = os.pipe()  # the worker reads until the driver's end closes
+        env = worker_environment(planned)
+        env[DRIVER_FD_ENV] = str(watched)
+        try:
+            process = subprocess.Popen(
+                [self.python, "-m", "rlcompare.worker", str(directory.spec)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                pass_fds=(watched,),
+                start_new_session=True,  # its own process group, so the whole tree can be stopped
+            )
+        except BaseException:
+            os.close(held)
+            log.close()
+            raise
+        finally:
+            os.close(watched)
+        return LocalRun(planned, process, directory, time.monotonic(), TreeMonitor(process.pid, planned.run_id),
+                        log, held)
+
+    def wait(self, handles: Sequence[Any], timeout: float) -> Sequence[Any]:
+        time.sleep(min(timeout, self.sample_interval))
+        return handles  # every tree is sampled each time (timeouts, memory)
+
+    def poll(self, handle: LocalRun) -> Ending | None:
+        handle.monitor.sample()
+        if handle.process.poll() is None:
+            limits = self.limits
+            elapsed = time.monotonic() - handle.started
+            if limits.timeout_seconds is not None and elapsed > limits.timeout_seconds:
+                points = len(handle.directory.read_progress())
+                return self.cancel(handle, "timeout",
+                                   f"killed by the {limits.timeout_seconds:g} s timeout after {points} evaluation points")
+            if limits.max_memory_bytes is not None and handle.monitor.peak_rss_bytes > limits.max_memory_bytes:
+                return self.cancel(handle, "failed",
+                                   f"exceeded --max-memory {limits.max_memory_bytes / 2**20:.0f} MiB: its process "
+                                   f"tree reached {handle.monitor.peak_rss_bytes / 2**20:.0f} MiB")
+            return None
+        return self._ending(handle)
+
+    def cancel(self, handle: LocalRun, status: str, reason: str) -> Ending:
+        handle.stop_status, handle.stop_reason = status, reason
+        kill_tree(handle.monitor)
+        handle.process.wait()
+        return self._ending(handle)
+
+    def _ending(self, handle: LocalRun) -> Ending:
+        wall = time.monotonic() - handle.started
+        if not handle.log.closed:
+            handle.log.close()
+        try:
+            os.close(handle.driver_pipe)
+        except OSError:
+            pass
+        kill_tree(handle.monitor)  # whatever the run left behind in its process group or tree goes with it
+        result = handle.directory.read_result()
+        status, reason = handle.stop_status, handle.stop_reason
+        if status is None and not result:
+            status, reason = "failed", f"worker exited with status {handle.process.returncode} and no result"
+        return Ending(result=result, stop_status=status, stop_reason=reason, wall_seconds=wall,
+                      cpu_seconds=handle.monitor.cpu_seconds, peak_rss_bytes=handle.monitor.peak_rss_bytes,
+                      cpus_given=self.cpus_given(), output_tail=handle.directory.output_tail())
+
+
+@hookimpl
+def rlcompare_register_backends(register: Register) -> None:
+    register.add_backend(LocalBackend)

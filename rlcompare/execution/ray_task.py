@@ -1,0 +1,156 @@
+"""What a Ray task of the ``ray`` backend runs on its node: the same fresh-interpreter worker the local
+backend starts, supervised the same way, with its evaluation points streamed back as they appear.
+
+Runs inside a Ray worker process, so it imports no framework code: the standard library, psutil
+(for the process tree) and rlcompare's own light modules. Every item it yields is plain data:
+``{"kind": "point", "point": {...}}`` for each evaluation point, ``{"kind": "stats", ...}`` now and
+then, and one final ``{"kind": "end", ...}``. If the task is cancelled or its process dies, the
+worker notices its closed driver pipe and stops its whole tree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from rlcompare.driver_watch import DRIVER_FD_ENV
+from rlcompare.execution.backend import RUN_ID_ENV, THREAD_ENV_VARS
+from rlcompare.process_tree import TreeMonitor, kill_tree
+from rlcompare.rundir import RunDirectory, write_json_atomically
+
+#: Seconds between two looks at the worker (its progress file, its tree).
+SAMPLE_SECONDS = 0.2
+#: Seconds between two stats items (peak memory and CPU so far) while nothing else is sent.
+STATS_SECONDS = 2.0
+
+
+def _environment(spec: dict[str, Any], watched: int) -> dict[str, str]:
+    env = dict(os.environ)
+    threads = str(spec["workload"].get("parallelism", {}).get("threads_per_worker", 1))
+    for name in THREAD_ENV_VARS:
+        env[name] = threads
+    env["PYTHONUNBUFFERED"] = "1"
+    env[RUN_ID_ENV] = spec["run_id"]
+    env[DRIVER_FD_ENV] = str(watched)
+    for name in ("RAY_ADDRESS", "RAY_JOB_ID", "RAY_RAYLET_PID"):  # a framework's own Ray starts fresh
+        env.pop(name, None)
+    return env
+
+
+#: Started in its own process by the task: starts the worker in a new session, prints its pid and
+#: exits, so the worker is nobody's child. Ray kills a dead worker's children outright (SIGKILL, no
+#: chance to clean up); an orphaned worker instead sees its pipe close and stops its whole tree.
+_LAUNCHER = """
+import os, subprocess, sys
+fd = int(sys.argv[1])
+with open(sys.argv[3], "wb") as log:
+    worker = subprocess.Popen([sys.executable, "-m", "rlcompare.worker", sys.argv[2]], stdin=subprocess.DEVNULL,
+                              stdout=log, stderr=subprocess.STDOUT, pass_fds=(fd,), start_new_session=True)
+print(worker.pid, flush=True)
+os._exit(0)
+"""
+
+
+def _alive(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def execute_run(spec: dict[str, Any], limits: dict[str, Any], cpus_given: int) -> Iterator[dict[str, Any]]:
+    """Run one planned run's worker on this node and stream what it measures."""
+    scratch = Path(tempfile.mkdtemp(prefix="rlcompare-ray-"))
+    directory = RunDirectory(scratch)
+    local = {**spec, "run_dir": str(scratch)}
+    write_json_atomically(directory.spec, local)
+    watched, held = os.pipe()
+    started = time.monotonic()
+    try:
+        launcher = subprocess.run(
+            [sys.executable, "-c", _LAUNCHER, str(watched), str(directory.spec), str(directory.log)],
+            stdin=subprocess.DEVNULL, capture_output=True, text=True, env=_environment(spec, watched),
+            pass_fds=(watched,), timeout=60, check=False,
+        )
+    finally:
+        os.close(watched)
+    if launcher.returncode != 0 or not launcher.stdout.strip().isdigit():
+        os.close(held)
+        shutil.rmtree(scratch, ignore_errors=True)
+        yield {"kind": "end", "result": None, "stop_status": "failed",
+               "stop_reason": f"could not start the worker on {os.uname().nodename}: {launcher.stderr.strip()[-300:]}",
+               "wall_seconds": time.monotonic() - started, "cpus_given": cpus_given, "output_tail": "",
+               "node": os.uname().nodename}
+        return
+    pid = int(launcher.stdout.strip())
+    monitor = TreeMonitor(pid, spec["run_id"])
+    sent = 0
+    last_stats = started
+    stop_status = stop_reason = None
+    try:
+        while True:
+            monitor.sample()
+            points = directory.read_progress()
+            for point in points[sent:]:
+                yield {"kind": "point", "point": point}
+            sent = len(points)
+            if not _alive(pid):
+                break
+            elapsed = time.monotonic() - started
+            timeout, memory = limits.get("timeout_seconds"), limits.get("max_memory_bytes")
+            if timeout is not None and elapsed > timeout:
+                stop_status = "timeout"
+                stop_reason = f"killed by the {timeout:g} s timeout after {sent} evaluation points"
+            elif memory is not None and monitor.peak_rss_bytes > memory:
+                stop_status = "failed"
+                stop_reason = (f"exceeded --max-memory {memory / 2**20:.0f} MiB: its process tree reached "
+                               f"{monitor.peak_rss_bytes / 2**20:.0f} MiB")
+            if stop_status is not None:
+                kill_tree(monitor)
+                break
+            if time.monotonic() - last_stats > STATS_SECONDS:
+                last_stats = time.monotonic()
+                yield {"kind": "stats", "peak_rss_bytes": monitor.peak_rss_bytes, "cpu_seconds": monitor.cpu_seconds}
+            time.sleep(SAMPLE_SECONDS)
+        wall = time.monotonic() - started
+        kill_tree(monitor)
+        points = directory.read_progress()
+        for point in points[sent:]:
+            yield {"kind": "point", "point": point}
+        result = directory.read_result()
+        yield {
+            "kind": "end", "result": result, "stop_status": stop_status, "stop_reason": stop_reason,
+            "wall_seconds": wall, "cpu_seconds": monitor.cpu_seconds, "peak_rss_bytes": monitor.peak_rss_bytes,
+            "cpus_given": cpus_given, "returncode": None if result else "unknown", "output_tail": directory.output_tail(),
+            "node": os.uname().nodename,
+        }
+    finally:  # also on cancellation: the task stops its run's tree before it goes
+        kill_tree(monitor)
+        os.close(held)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def execute_noop(spec: dict[str, Any], limits: dict[str, Any], cpus_given: int) -> Iterator[dict[str, Any]]:
+    """A run that trains nothing and reports at once (for measuring the driver and the scheduler:
+    benchmarks/driver_scale.py). Its result is what a real worker writes for a run that kept every
+    rule, so the driver treats it exactly like one."""
+    budget = int(spec["workload"]["env_steps"])
+    point = {"env_steps": budget, "framework_env_steps": budget, "train_seconds": 0.001, "return_mean": 0.0,
+             "return_std": 0.0, "returns": [0.0], "episode_length_mean": 1.0}
+    yield {"kind": "point", "point": point}
+    result = {"run_id": spec["run_id"], "status": "ok", "env_steps": budget, "framework_env_steps": budget,
+              "episodes": 1, "startup_seconds": 0.0, "training_seconds": 0.001, "evaluation_seconds": 0.0,
+              "final_return_mean": 0.0, "final_return_std": 0.0, "worker_seconds": 0.001}
+    yield {"kind": "end", "result": json.loads(json.dumps(result)), "stop_status": None, "stop_reason": None,
+           "wall_seconds": 0.001, "cpu_seconds": 0.0, "peak_rss_bytes": 0, "cpus_given": cpus_given,
+           "returncode": 0, "output_tail": "", "node": os.uname().nodename}
