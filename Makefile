@@ -3,17 +3,19 @@ VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.rlcompare-installed
+# The built-in plugins: each a distribution of its own, installed like any outside package.
+BUILTIN_DISTS := criteria adapters/sb3 adapters/tianshou adapters/rllib adapters/torchrl adapters/skrl
 
 .PHONY: install demo test lint bench clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(BUILTIN_DISTS))
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# the CPU build of torch first, so no dependency pulls a CUDA build
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test]' $(addprefix -e ,$(BUILTIN_DISTS))
 	# bytecode for the project's own modules: with PYTHONDONTWRITEBYTECODE set (as on this
 	# workplace's machines) every command would otherwise compile them again at start-up
 	PYTHONDONTWRITEBYTECODE= $(PY) -m compileall -q rlcompare adapters criteria

@@ -40,7 +40,7 @@ def direct_sb3(workload: Any) -> float:
     import torch
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from adapters.sb3 import ACTIVATIONS, StableBaselines3Adapter
+    from rlcompare_sb3 import ACTIVATIONS, StableBaselines3Adapter
     from rlcompare.envs import make_env
 
     torch.set_num_threads(workload.parallelism.threads_per_worker)
@@ -62,7 +62,7 @@ def direct_rllib(workload: Any) -> float:
     import ray
     from ray.tune.registry import register_env
 
-    from adapters.rllib import RLlibAdapter, start_ray
+    from rlcompare_rllib import RLlibAdapter, start_ray
     from rlcompare.envs import make_env
 
     start_ray(workload)  # the same cluster the adapter starts
@@ -85,21 +85,21 @@ def direct_rllib(workload: Any) -> float:
 
 def direct_tianshou(workload: Any) -> float:
     """Tianshou called directly through the adapter's own builder, without rlcompare's context."""
-    from adapters.tianshou import train_direct
+    from rlcompare_tianshou import train_direct
 
     return float(train_direct(workload, 0))
 
 
 def direct_torchrl(workload: Any) -> float:
     """TorchRL called directly through the adapter's own builder, without rlcompare's context."""
-    from adapters.torchrl import train_direct
+    from rlcompare_torchrl import train_direct
 
     return float(train_direct(workload, 0))
 
 
 def direct_skrl(workload: Any) -> float:
     """skrl called directly through the adapter's own builder, without rlcompare's context."""
-    from adapters.skrl import train_direct
+    from rlcompare_skrl import train_direct
 
     return float(train_direct(workload, 0))
 

@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"store: {runs:,} runs ({args.frameworks} frameworks x {args.workloads} workloads x "
                   f"{args.seeds:,} seeds), {points:,} curve points, built in {time.perf_counter() - started:.1f} s")
 
-        plugins = build_plugin_manager(builtins=("criteria.performance", "criteria.development"), autoload=False)
+        plugins = build_plugin_manager(builtins=("rlcompare_criteria.performance", "rlcompare_criteria.development"), autoload=False)
         import rliable.library  # noqa: F401 - imported up front so neither side pays for it
         import scipy.stats  # noqa: F401
 

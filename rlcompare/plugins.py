@@ -7,6 +7,7 @@ A plugin that fails to import or to register is recorded in :attr:`Plugins.error
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import os
@@ -27,13 +28,13 @@ if TYPE_CHECKING:
 BUILTIN_PLUGINS: tuple[str, ...] = (
     "rlcompare.builtin_frameworks",
     "rlcompare.builtin_workloads",
-    "adapters.sb3",
-    "adapters.tianshou",
-    "adapters.rllib",
-    "adapters.torchrl",
-    "adapters.skrl",
-    "criteria.performance",
-    "criteria.development",
+    "rlcompare_sb3",
+    "rlcompare_tianshou",
+    "rlcompare_rllib",
+    "rlcompare_torchrl",
+    "rlcompare_skrl",
+    "rlcompare_criteria.performance",
+    "rlcompare_criteria.development",
     "rlcompare.reporting.builtin_formats",
     "rlcompare.execution.local",
     "rlcompare.execution.ray_backend",
@@ -235,7 +236,8 @@ def build_plugin_manager(
     errors: list[PluginError] = []
     origins: dict[str, Origin] = {}
 
-    for module_name in dict.fromkeys(builtins):  # listing a built-in twice registers it once
+    builtin_modules = dict.fromkeys(builtins)  # listing a built-in twice registers it once
+    for module_name in builtin_modules:
         try:
             module = _import_plugin(module_name, lambda m=module_name: importlib.import_module(m))
             manager.register(module, name=module_name)
@@ -249,6 +251,8 @@ def build_plugin_manager(
         for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
             if manager.get_plugin(entry_point.name) is not None or manager.is_blocked(entry_point.name):
                 continue
+            if entry_point.module in builtin_modules and entry_point.attr is None:
+                continue  # a built-in distribution's own entry point: registered above already
             try:
                 plugin = _import_plugin(entry_point.name, entry_point.load)
                 manager.register(plugin, name=entry_point.name)
@@ -291,9 +295,24 @@ def build_plugin_manager(
 
 
 def _builtin_origin(module_name: str) -> Origin:
+    """A built-in plugin comes from rlcompare itself or from one of its own distributions
+    (``rlcompare-sb3``, ``rlcompare-criteria``, ...), installed like any outside package."""
     import rlcompare
 
+    dist = distribution_entry_points().get(module_name)
+    if dist is not None:
+        return Origin(module_name, dist.metadata["Name"], dist.version)
     return Origin(module_name, "rlcompare", rlcompare.__version__)
+
+
+@functools.cache
+def distribution_entry_points() -> dict[str, importlib.metadata.Distribution]:
+    """Plugin module -> the distribution whose ``rlcompare`` entry point names it."""
+    found: dict[str, importlib.metadata.Distribution] = {}
+    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if entry_point.attr is None and entry_point.dist is not None:
+            found.setdefault(entry_point.module, entry_point.dist)
+    return found
 
 
 def _entry_point_origin(entry_point: importlib.metadata.EntryPoint) -> Origin:

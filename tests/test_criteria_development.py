@@ -15,7 +15,7 @@ from typing import Any
 import pluggy
 import pytest
 
-import criteria.development as development
+import rlcompare_criteria.development as development
 from rlcompare.adapter import Adapter, Capabilities
 from rlcompare.criteria_api import ALL_WORKLOADS, MeasurementCache, ScoringData
 from rlcompare.plugins import Plugins, Register

@@ -11,10 +11,10 @@ from typing import Any
 from rlcompare.records import RunRecord
 from rlcompare.store import Store
 
-BUILTINS_WITH_CRITERIA = ("criteria.performance", "criteria.development")
+BUILTINS_WITH_CRITERIA = ("rlcompare_criteria.performance", "rlcompare_criteria.development")
 #: The plugins these tests score with (not BUILTIN_PLUGINS, which lists adapters whose frameworks
 #: may be absent here).
-TEST_BUILTINS = ("rlcompare.builtin_workloads", "adapters.sb3", *BUILTINS_WITH_CRITERIA)
+TEST_BUILTINS = ("rlcompare.builtin_workloads", "rlcompare_sb3", *BUILTINS_WITH_CRITERIA)
 
 
 def workload_spec(workload_id: str, env: str = "CartPole-v1", algorithm: str = "PPO", env_steps: int = 1000,

@@ -137,8 +137,8 @@ CRITERIA_IDS = ["final_return", "throughput", "glue_lines", "release_age", "nope
                                                                           "development"]), scalars, max_size=4),
                                 max_size=4))
 def test_any_weights_file_gives_a_profile_or_one_line(document: dict[str, Any], tmp_path: Path) -> None:
-    from criteria.development import CRITERIA as DEVELOPMENT
-    from criteria.performance import CRITERIA as PERFORMANCE
+    from rlcompare_criteria.development import CRITERIA as DEVELOPMENT
+    from rlcompare_criteria.performance import CRITERIA as PERFORMANCE
 
     criteria = {c.id: c for c in (*PERFORMANCE, *DEVELOPMENT)}
     text = _toml(document)

@@ -84,14 +84,14 @@ def test_plugin_raising_during_registration_spoils_nothing(tmp_path: Path, monke
 
 def test_duplicate_adapter_id_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "dup_plugin.py").write_text(
-        "from rlcompare import hookimpl\nfrom adapters.sb3 import StableBaselines3Adapter\n\n"
+        "from rlcompare import hookimpl\nfrom rlcompare_sb3 import StableBaselines3Adapter\n\n"
         "@hookimpl\ndef rlcompare_register_adapters(register):\n    register.add_adapter(StableBaselines3Adapter)\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     plugins = build_plugin_manager(builtins=(*BUILTIN_PLUGINS, "dup_plugin"), autoload=False)
     [error] = [e for e in plugins.errors if "sb3" in str(e)]
     # neither contender keeps the id, whichever loaded first; one line names both and their distributions
-    assert "'sb3' is registered by both 'adapters.sb3' (rlcompare 0.1.0) and 'dup_plugin'" in str(error)
+    assert "'sb3' is registered by both 'rlcompare_sb3' (rlcompare 0.1.0) and 'dup_plugin'" in str(error)
     assert "both are disabled" in str(error)
     assert "sb3" not in plugins.adapters and "tianshou" in plugins.adapters
 

@@ -242,7 +242,7 @@ def test_corrections_of_the_re_verification_hold() -> None:
 
 
 def test_latest_release_is_read_the_way_the_development_criteria_read_it() -> None:
-    from criteria.development import registry_value
+    from rlcompare_criteria.development import registry_value
 
     sb3 = _by_id()["stable-baselines3"]
     value, reason = registry_value(sb3, ("latest_release",))

@@ -52,7 +52,7 @@ def test_refused_pairs_are_reported_missing_with_reason(fake_plugin: Path, tmp_p
     assert main(["run", "--workload", str(workload), "--store", str(store), "--timeout", "120"]) == 0
     # scored without the development criteria: measuring every installed framework (cold imports,
     # API introspection) takes a minute and is not what this test is about
-    performance_only = tuple(name for name in BUILTIN_PLUGINS if name != "criteria.development")
+    performance_only = tuple(name for name in BUILTIN_PLUGINS if name != "rlcompare_criteria.development")
     monkeypatch.setattr(reporting_cli, "load_plugins", lambda: build_plugin_manager(builtins=performance_only))
     assert main(["report", "--store", str(store), "--out", str(out), "--format", "md", "--reps", "200"]) == 0
     text = (out / "rlcompare-report.md").read_text()

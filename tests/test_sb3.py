@@ -65,7 +65,7 @@ def test_sb3_run_is_stored_with_curve_versions_and_fidelity(sb3_store: Store, al
 
 
 def test_sb3_fidelity_flags_what_it_cannot_map() -> None:
-    from adapters.sb3 import StableBaselines3Adapter
+    from rlcompare_sb3 import StableBaselines3Adapter
 
     workload = workload_from_dict(
         {"id": "dqn", "env": "CartPole-v1", "algorithm": "DQN", "env_steps": 1000,

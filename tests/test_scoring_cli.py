@@ -190,7 +190,7 @@ def test_listing_criteria_imports_no_rl_library() -> None:
     code = textwrap.dedent("""
         import sys
         from rlcompare.plugins import BUILTIN_PLUGINS, build_plugin_manager
-        plugins = build_plugin_manager(builtins=(*BUILTIN_PLUGINS, "criteria.performance", "criteria.development"))
+        plugins = build_plugin_manager(builtins=(*BUILTIN_PLUGINS, "rlcompare_criteria.performance", "rlcompare_criteria.development"))
         assert not [e for e in plugins.errors if e.plugin.startswith("criteria")], plugins.errors
         rows = [(c.id, c.unit, c.direction) for c in plugins.criteria.values()]
         heavy = sorted(m for m in ("torch", "ray", "stable_baselines3", "tianshou", "torchrl", "skrl", "rliable",

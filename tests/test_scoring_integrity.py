@@ -23,8 +23,8 @@ from tests.conftest import ROOT, run_cli
 from tests.test_criteria_support import run_record, workload_spec, write_store
 
 CHEATS = ROOT / "tests" / "plugins" / "cheats"
-SCORING_BUILTINS = ("rlcompare.builtin_frameworks", "rlcompare.builtin_workloads", "adapters.sb3",
-                    "criteria.performance", "criteria.development")
+SCORING_BUILTINS = ("rlcompare.builtin_frameworks", "rlcompare.builtin_workloads", "rlcompare_sb3",
+                    "rlcompare_criteria.performance", "rlcompare_criteria.development")
 #: The situation of the issue that found the problem: CartPole PPO, 6,000 steps, 2 seeds.
 WORKLOAD = {"id": "cart", "env": "CartPole-v1", "algorithm": "PPO", "env_steps": 6000, "seeds": 2,
             "hyperparameters": {"rollout_steps": 256, "minibatch_size": 64, "epochs": 4, "learning_rate": 1e-3},
@@ -81,7 +81,7 @@ def test_each_cheat_is_judged_with_its_reason(runs: dict[str, list[dict]]) -> No
     assert "11 of 11 canonical PPO settings" in refused["error"]
     # every run says which plugin and distribution produced it
     assert {(r["adapter_plugin"], r["adapter_distribution"]) for r in runs["idle"]} == {("cheatfw", "cheatfw-rlcompare")}
-    assert {(r["adapter_plugin"], r["adapter_distribution"]) for r in runs["sb3"]} == {("adapters.sb3", "rlcompare")}
+    assert {(r["adapter_plugin"], r["adapter_distribution"]) for r in runs["sb3"]} == {("rlcompare_sb3", "rlcompare")}
 
 
 @pytest.mark.framework
@@ -129,7 +129,7 @@ B = workload_spec("wb", threshold=100.0)
 
 def _score(tmp_path: Path, runs: list, profile: str = "balanced"):
     path = write_store(tmp_path / "s.db", runs)
-    plugins = build_plugin_manager(builtins=("criteria.performance", "criteria.development"), autoload=False)
+    plugins = build_plugin_manager(builtins=("rlcompare_criteria.performance", "rlcompare_criteria.development"), autoload=False)
     with Store(path) as store:
         return score_store(store, plugins, BUILTIN_PROFILES[profile], ScoringOptions(reps=200),
                            cache=MeasurementCache(tmp_path / "cache.json"))

@@ -115,7 +115,7 @@ def test_skrl_subprocess_envs_are_counted_by_the_harness(skrl_store: Store) -> N
 
 
 def test_skrl_fidelity_flags_what_it_cannot_map() -> None:
-    from adapters.skrl import SkrlAdapter
+    from rlcompare_skrl import SkrlAdapter
 
     adapter = SkrlAdapter()
     a2c = workload_from_dict({"id": "a2c", "env": "CartPole-v1", "algorithm": "A2C", "env_steps": 1000,
@@ -139,7 +139,7 @@ def test_skrl_fidelity_flags_what_it_cannot_map() -> None:
 
 
 def test_skrl_listing_and_fidelity_do_not_import_the_framework() -> None:
-    code = ("import sys; from adapters.skrl import SkrlAdapter; from rlcompare.workload import "
+    code = ("import sys; from rlcompare_skrl import SkrlAdapter; from rlcompare.workload import "
             "workload_from_dict; w = workload_from_dict({'id': 'x', 'env': 'CartPole-v1', 'algorithm': 'SAC', "
             "'env_steps': 10}, 't'); SkrlAdapter().fidelity(w); SkrlAdapter().capabilities(); "
             "print(sorted(m for m in ('torch', 'skrl') if m in sys.modules))")

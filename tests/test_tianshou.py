@@ -109,7 +109,7 @@ def test_tianshou_subprocess_envs_are_counted_by_the_harness(tianshou_store: Sto
 
 
 def test_tianshou_fidelity_flags_what_it_cannot_map() -> None:
-    from adapters.tianshou import TianshouAdapter
+    from rlcompare_tianshou import TianshouAdapter
 
     adapter = TianshouAdapter()
     dqn = workload_from_dict(
@@ -131,7 +131,7 @@ def test_tianshou_fidelity_flags_what_it_cannot_map() -> None:
 def test_tianshou_listing_and_fidelity_do_not_import_the_framework() -> None:
     import subprocess
 
-    code = ("import sys; from adapters.tianshou import TianshouAdapter; from rlcompare.workload import "
+    code = ("import sys; from rlcompare_tianshou import TianshouAdapter; from rlcompare.workload import "
             "workload_from_dict; w = workload_from_dict({'id': 'x', 'env': 'CartPole-v1', 'algorithm': 'SAC', "
             "'env_steps': 10}, 't'); TianshouAdapter().fidelity(w); TianshouAdapter().capabilities(); "
             "print(sorted(m for m in ('torch', 'tianshou') if m in sys.modules))")

@@ -116,7 +116,7 @@ def test_torchrl_worker_processes_are_counted_by_the_harness(torchrl_store: Stor
 
 
 def test_torchrl_fidelity_flags_what_it_cannot_map() -> None:
-    from adapters.torchrl import TorchRLAdapter
+    from rlcompare_torchrl import TorchRLAdapter
 
     adapter = TorchRLAdapter()
     dqn = workload_from_dict(
@@ -138,7 +138,7 @@ def test_torchrl_fidelity_flags_what_it_cannot_map() -> None:
 
 
 def test_torchrl_listing_and_fidelity_do_not_import_the_framework() -> None:
-    code = ("import sys; from adapters.torchrl import TorchRLAdapter; from rlcompare.workload import "
+    code = ("import sys; from rlcompare_torchrl import TorchRLAdapter; from rlcompare.workload import "
             "workload_from_dict; w = workload_from_dict({'id': 'x', 'env': 'CartPole-v1', 'algorithm': 'SAC', "
             "'env_steps': 10}, 't'); TorchRLAdapter().fidelity(w); TorchRLAdapter().capabilities(); "
             "print(sorted(m for m in ('torch', 'torchrl', 'tensordict') if m in sys.modules))")

@@ -1,1 +1,0 @@
-"""Built-in adapter plugins, one module per framework."""
