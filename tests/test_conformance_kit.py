@@ -71,7 +71,7 @@ def run_kit(package: Path, adapters: str, tmp_path: Path, *extra: str) -> tuple[
 @pytest.fixture(scope="module")
 def broken(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str],
                                                                dict[tuple[str, str], str | None]]:
-    adapters = ",".join(adapter for adapter, _ in BREACHES.values())
+    adapters = ",".join([*(adapter for adapter, _ in BREACHES.values()), "notrain"])
     return run_kit(BROKEN, adapters, tmp_path_factory.mktemp("broken"))
 
 
@@ -94,6 +94,13 @@ def test_the_kit_fails_a_breach_saying_what_to_fix(broken: tuple[subprocess.Comp
     kept = {other.id for other in RULES} - {rule} - ALSO_FAILS.get(adapter, set())
     assert [other for other in sorted(kept) if outcomes[(adapter, other)] is not None] == []
     assert f"FAILED ::rlcompare-conformance[{adapter}-{rule}]" in completed.stdout
+
+
+def test_a_class_refused_at_registration_is_named(broken: tuple[subprocess.CompletedProcess[str], dict]) -> None:
+    _, outcomes = broken
+    message = outcomes[("notrain", "registration")]
+    assert message is not None and "adapter 'notrain' is not registered: " in message
+    assert "adapter 'notrain' does not implement train" in message
 
 
 def test_unknown_adapter_is_named(tmp_path: Path) -> None:

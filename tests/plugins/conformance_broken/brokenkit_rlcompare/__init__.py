@@ -3,7 +3,8 @@
 :class:`Stepper` keeps every rule: it acts at random (it learns nothing and claims nothing about
 learning: it exists to exercise the kit) in lockstep rollouts over every env, checkpointing after
 each. Each subclass breaks exactly one rule; ``heavy`` (in :mod:`brokenkit_rlcompare.heavy`)
-breaks the light-import rule, which needs a plugin module of its own.
+breaks the light-import rule and ``notrain`` (:mod:`brokenkit_rlcompare.notrain`) is refused at
+registration, each in a plugin module of its own.
 """
 
 from __future__ import annotations
