@@ -75,10 +75,11 @@ def entry(setting: str, value: Any, status: Fidelity, native_name: str | None = 
 
 
 def only_if(expected: Any, note: str) -> Judge:
-    """Exact when the canonical value equals ``expected``; unsupported otherwise."""
+    """Exact when the canonical value equals ``expected``; unsupported otherwise. ``note`` says how
+    the framework fixes this behaviour, which is also why an exact entry names no native setting."""
 
     def judge(value: Any, _: Workload) -> tuple[Fidelity, str]:
-        return (Fidelity.EXACT, "") if value == expected else (Fidelity.UNSUPPORTED, note)
+        return (Fidelity.EXACT if value == expected else Fidelity.UNSUPPORTED), note
 
     return judge
 

@@ -109,7 +109,8 @@ def _llm(description: str, allowed: tuple[str, ...]) -> FieldSpec:
 
 #: Every fact an entry can state, in display order. Keys are what ``--where`` and the JSON output use.
 FIELDS: dict[str, FieldSpec] = {
-    "repository": FieldSpec("url", "Source repository.", may_be_unknown=False),
+    "repository": FieldSpec("url", "Source repository, or 'none' (with a note) while the code is unpublished.",
+                            may_be_unknown=False, extra_values=("none",)),
     "homepage": FieldSpec("url", "Project or documentation home page.", extra_values=("none",)),
     "licence": FieldSpec("spdx", "SPDX licence identifier.", pattern=SPDX_PATTERN),
     "institution": FieldSpec("text", "Institution that created or maintains it."),
@@ -331,6 +332,11 @@ def _fact_problems(name: str, spec: FieldSpec, fact: Fact) -> list[str]:
         if not fact.searched.strip():
             problems.append(f"field '{name}.searched' is required when the value is 'unknown' "
                             "(what was searched, where)")
+    elif name == "repository" and fact.value == "none":
+        # Nothing public to cite yet: the note says where the code lives and when it will be published.
+        if not fact.note.strip():
+            problems.append("field 'repository.note': a repository of 'none' needs a note (where the code lives, "
+                            "when it will be published)")
     elif not fact.evidence and not (name == "surveys" and fact.value == ()):
         problems.append(f"field '{name}.evidence' needs at least one item with an excerpt "
                         "(or value 'unknown' with 'searched')")
@@ -432,11 +438,15 @@ def framework_entry_from_dict(data: Any, source: str, default_as_of: date | None
         raise InvalidFrameworkEntryError(f"{source}: an entry must be a table, got {type(data).__name__}")
     data = dict(data)
     version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
-        found = "missing" if version is None else f"unsupported version {version!r}"
+    problems: list[str] = []
+    if version is None:
+        # Named together with every other problem, so that a new entry is fixed in one go.
+        problems.append(f"field 'schema_version' is required (= {SCHEMA_VERSION})")
+        data["schema_version"] = SCHEMA_VERSION
+    elif version != SCHEMA_VERSION:
         raise InvalidFrameworkEntryError(
-            f"{source}: field 'schema_version': {found} (this rlcompare reads version {SCHEMA_VERSION}; "
-            "see docs/registry.md)"
+            f"{source}: field 'schema_version': unsupported version {version!r} (this rlcompare reads version "
+            f"{SCHEMA_VERSION}; see docs/registry.md)"
         )
     file_as_of = data.pop("as_of", default_as_of)
     if isinstance(file_as_of, str):  # JSON and Python callers write dates as ISO strings
@@ -451,16 +461,20 @@ def framework_entry_from_dict(data: Any, source: str, default_as_of: date | None
         if isinstance(fact, Mapping) and "as_of" not in fact and file_as_of is not None:
             data[name] = {**fact, "as_of": file_as_of}
     domain = data.get("domain")
-    missing = ""
     if isinstance(domain, str) and domain in REQUIRED_FIELDS:
-        missing = missing_fields_problem(domain, [name for name in REQUIRED_FIELDS[domain] if name not in data])
+        problems.append(missing_fields_problem(domain, [name for name in REQUIRED_FIELDS[domain] if name not in data]))
+    else:  # without a domain, the facts every entry needs are still named now
+        problems.append(missing_fields_problem("control or llm", [name for name in COMMON_FIELDS if name not in data]))
     try:
-        return FrameworkEntry.model_validate(data)
+        entry = FrameworkEntry.model_validate(data)
     except ValidationError as exc:
-        problems = [missing, *describe_validation_problems(exc)]
-        # The entry's own check repeats the missing fields when nothing else failed: say it once.
-        problems = list(dict.fromkeys(p for p in problems if p))
+        problems += describe_validation_problems(exc)
+        entry = None
+    # The entry's own check repeats the missing fields when nothing else failed: say it once.
+    problems = list(dict.fromkeys(p for p in problems if p))
+    if problems or entry is None:
         raise InvalidFrameworkEntryError(f"{source}: {join_problems(problems)}") from None
+    return entry
 
 
 def load_framework_file(path: str | Path) -> FrameworkEntry:

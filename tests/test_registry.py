@@ -645,3 +645,31 @@ def test_registered_tables_are_validated_and_bad_ones_reported() -> None:
     })
     assert set(entries) == {"tablefw", "rllib"}
     assert len(problems) == 1 and problems[0].startswith("framework 'badfw': ")
+
+
+def test_a_new_entry_learns_every_missing_field_in_one_line() -> None:
+    """A plugin author's first try (id and name only) hears of every field it lacks at once."""
+    with pytest.raises(InvalidFrameworkEntryError) as caught:
+        framework_entry_from_dict({"id": "newfw", "name": "New"}, "framework 'newfw'")
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "field 'schema_version' is required (= 2)" in message
+    assert "field 'domain' is required" in message
+    assert all(f"'{name}'" in message for name in COMMON_FIELDS), message
+    with pytest.raises(InvalidFrameworkEntryError) as caught:
+        framework_entry_from_dict({"id": "newfw", "name": "New", "domain": "control"}, "framework 'newfw'")
+    message = str(caught.value)
+    assert "\n" not in message and "schema_version" in message
+    assert f"{len(REQUIRED_FIELDS['control'])} required fields missing for a control entry" in message
+    assert all(f"'{name}'" in message for name in REQUIRED_FIELDS["control"]), message
+
+
+def test_a_framework_without_a_public_repository_declares_none_with_a_note() -> None:
+    unpublished = {"value": "none", "note": "In-house code at Example Lab; to be published with the paper."}
+    entry = framework_entry_from_dict(_minimal_entry(repository=unpublished), "inline")
+    assert entry.value("repository") == "none" and entry.repository.evidence == ()
+    with pytest.raises(InvalidFrameworkEntryError, match="field 'repository.note': a repository of 'none' needs a note"):
+        framework_entry_from_dict(_minimal_entry(repository={"value": "none"}), "inline")
+    with pytest.raises(InvalidFrameworkEntryError, match="'ftp://example.org/fw' is not an http"):
+        framework_entry_from_dict(_minimal_entry(repository={"value": "ftp://example.org/fw",
+                                                             "evidence": [WEB_EVIDENCE]}), "inline")

@@ -104,7 +104,7 @@ def _judge_target_sync(value: int, workload: Workload) -> tuple[Fidelity, str]:
 def _a2c_advantages(value: bool, _: Workload) -> tuple[Fidelity, str]:
     if value:
         return Fidelity.UNSUPPORTED, "TorchRL's A2CLoss has no advantage normalization"
-    return Fidelity.EXACT, ""
+    return Fidelity.EXACT, "TorchRL's A2CLoss never normalizes advantages"
 
 
 def _alpha(value: float | str, _: Workload) -> dict[str, Any]:

@@ -53,6 +53,8 @@ class LocalBackend(Backend):
 
     #: Seconds between two samples of the process trees.
     sample_interval = 0.1
+    #: The module each run's interpreter runs (``python -m MODULE SPEC.json``).
+    worker_module = "rlcompare.worker"
 
     def __init__(self, *args: Any, python: str = sys.executable, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -72,7 +74,7 @@ class LocalBackend(Backend):
         env[DRIVER_FD_ENV] = str(watched)
         try:
             process = subprocess.Popen(
-                [self.python, "-m", "rlcompare.worker", str(directory.spec)],
+                [self.python, "-m", self.worker_module, str(directory.spec)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                 pass_fds=(watched,),
                 start_new_session=True,  # its own process group, so the whole tree can be stopped

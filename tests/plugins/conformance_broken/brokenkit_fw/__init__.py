@@ -1,0 +1,3 @@
+"""Stands for a framework that is heavy to import (tests only)."""
+
+LOADED = True

@@ -1,0 +1,121 @@
+"""rlcompare plugin for tinyac, the worked example of docs/writing-an-adapter.md.
+
+It registers the framework's registry entry (tinyac has no public repository yet) and an adapter
+that runs rlcompare's A2C workloads with tinyac's numpy A2C. Importing this module imports neither
+tinyac nor numpy: ``rlcompare list`` imports every plugin module.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import TYPE_CHECKING, Any
+
+from rlcompare import hookimpl
+from rlcompare.adapter import Adapter, Capabilities, Fidelity, FidelityEntry, TrainingResult
+from rlcompare.fidelity import Setting, entry, map_settings
+
+if TYPE_CHECKING:
+    from rlcompare.context import TrainingContext
+    from rlcompare.plugins import Register
+    from rlcompare.workload import Workload
+
+#: The algorithm family this adapter runs. A new family (say, evolution strategies) would be
+#: registered by one more hook, ``rlcompare_register_algorithms``, where that hook exists.
+ALGORITHM = "A2C"
+
+#: Canonical A2C setting -> tinyac's A2CConfig field. All exact: tinyac implements each as defined.
+SETTINGS = [
+    Setting("learning_rate", "A2CConfig.lr"),
+    Setting("optimizer", "A2CConfig.optimizer"),
+    Setting("gamma", "A2CConfig.gamma"),
+    Setting("gae_lambda", "A2CConfig.gae_lambda"),
+    Setting("rollout_steps", "A2CConfig.n_steps"),
+    Setting("entropy_coef", "A2CConfig.ent_coef"),
+    Setting("value_coef", "A2CConfig.vf_coef"),
+    Setting("max_grad_norm", "A2CConfig.max_grad_norm"),
+    Setting("normalize_advantage", "A2CConfig.normalize_advantage"),
+]
+
+
+class TinyACAdapter(Adapter):
+    id = "tinyac"
+    framework = "tinyac"
+    summary = "tinyac's numpy A2C (worked example of an outside adapter)"
+    import_name = "tinyac"
+    distributions = ("tinyac", "numpy")
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(algorithms=frozenset({ALGORITHM}), action_spaces=frozenset({"discrete"}),
+                            vectorized_envs=True, rollout_workers=False, modes=frozenset({"sync"}))
+
+    def native_config(self, workload: Workload) -> tuple[dict[str, Any], list[FidelityEntry]]:
+        """tinyac's keyword arguments and the fidelity report, from one table (they cannot disagree)."""
+        config, entries = map_settings(workload, SETTINGS)
+        config = {key.removeprefix("A2CConfig."): value for key, value in config.items()}
+        net, par = workload.network, workload.parallelism
+        config.update(hidden_sizes=tuple(net.hidden_sizes), activation=net.activation)
+        entries += [
+            entry("network.hidden_sizes", list(net.hidden_sizes), Fidelity.EXACT, "A2CConfig.hidden_sizes",
+                  list(net.hidden_sizes), "separate policy and value MLPs of this shape"),
+            entry("network.activation", net.activation, Fidelity.EXACT, "A2CConfig.activation", net.activation),
+            entry("parallelism.envs_per_worker", par.envs_per_worker, Fidelity.EXACT, "A2C(envs)",
+                  par.envs_per_worker, "stepped in turn in the training process"),
+            entry("parallelism.workers", par.workers, Fidelity.EXACT, "A2C(envs)", 1, "in the training process"),
+        ]
+        return config, entries
+
+    def fidelity(self, workload: Workload) -> list[FidelityEntry]:
+        return self.native_config(workload)[1]
+
+    def train(self, workload: Workload, context: TrainingContext) -> TrainingResult:
+        import tinyac  # the framework is imported here, and only here
+
+        config, _ = self.native_config(workload)
+        envs = [context.env_factory(slot)() for slot in range(workload.parallelism.total_envs)]
+        model = tinyac.A2C(envs, tinyac.A2CConfig(**config), seed=context.seed)
+
+        def policy(observations: Any) -> Any:
+            return model.predict(observations, deterministic=context.deterministic)
+
+        context.start_training()
+        model.learn(should_stop=lambda: context.budget_reached,
+                    after_update=lambda m: context.checkpoint(policy, m.num_timesteps))
+        for env in envs:
+            env.close()
+        return TrainingResult(policy=policy, framework_env_steps=model.num_timesteps, native_config=config)
+
+
+#: The registry entry. tinyac has no public repository yet: ``repository = "none"`` with a note,
+#: and every fact without a public source is "unknown" with what was searched.
+_UNPUBLISHED = "No public source yet: tinyac is unpublished; its own files are the only record."
+FRAMEWORK_ENTRY: dict[str, Any] = {
+    "schema_version": 2,
+    "id": "tinyac",
+    "name": "tinyac",
+    "domain": "control",
+    "notes": "A numpy-only A2C used as the worked example of an outside adapter.",
+    "as_of": datetime.date(2026, 12, 1),
+    "repository": {"value": "none", "note": "Not published yet; the code ships inside the example package."},
+    "homepage": {"value": "unknown", "searched": _UNPUBLISHED},
+    "licence": {"value": "unknown", "searched": _UNPUBLISHED},
+    "institution": {"value": "unknown", "searched": _UNPUBLISHED},
+    "first_release_year": {"value": "unknown", "searched": _UNPUBLISHED},
+    "latest_release": {"value": "unknown", "searched": _UNPUBLISHED},
+    "surveys": {"value": [], "note": "Unpublished: no comparison covers it."},
+    **{name: {"value": "unknown", "searched": _UNPUBLISHED}
+       for name in ("backend", "algorithms", "synchronization", "docs", "type_hints", "tests", "coverage_reported",
+                    "ci", "multi_agent", "offline_rl", "evolutionary", "architecture", "simulation_parallelism",
+                    "computing_parallelism", "env_apis")},
+}
+
+
+@hookimpl
+def rlcompare_register_frameworks(register: Register) -> None:
+    from rlcompare.registry import framework_entry_from_dict
+
+    register.add_framework(framework_entry_from_dict(FRAMEWORK_ENTRY, "tinyac_rlcompare"))
+
+
+@hookimpl
+def rlcompare_register_adapters(register: Register) -> None:
+    register.add_adapter(TinyACAdapter)
