@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import email.parser
 import importlib.metadata
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -66,10 +67,12 @@ def test_builtin_plugins_record_their_own_distribution_as_origin() -> None:
 
 
 def test_one_adapter_builds_as_a_wheel_of_its_own(tmp_path: Path) -> None:
-    folder = ROOT / "adapters" / "sb3"
+    folder = tmp_path / "rlcompare-sb3"  # a copy: building leaves build/ and *.egg-info beside the sources
+    shutil.copytree(ROOT / "adapters" / "sb3", folder, ignore=shutil.ignore_patterns("*.egg-info", "build"))
+    wheels = tmp_path / "wheels"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--wheel-dir", str(tmp_path), str(folder)], check=True, capture_output=True, timeout=300)
-    (wheel,) = tmp_path.glob("rlcompare_sb3-*.whl")
+                    "--wheel-dir", str(wheels), str(folder)], check=True, capture_output=True, timeout=300)
+    (wheel,) = wheels.glob("rlcompare_sb3-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         assert "rlcompare_sb3.py" in names

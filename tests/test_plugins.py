@@ -91,7 +91,7 @@ def test_duplicate_adapter_id_is_reported(tmp_path: Path, monkeypatch: pytest.Mo
     plugins = build_plugin_manager(builtins=(*BUILTIN_PLUGINS, "dup_plugin"), autoload=False)
     [error] = [e for e in plugins.errors if "sb3" in str(e)]
     # neither contender keeps the id, whichever loaded first; one line names both and their distributions
-    assert "'sb3' is registered by both 'rlcompare_sb3' (rlcompare 0.1.0) and 'dup_plugin'" in str(error)
+    assert "'sb3' is registered by both 'rlcompare_sb3' (rlcompare-sb3 0.1.0) and 'dup_plugin'" in str(error)
     assert "both are disabled" in str(error)
     assert "sb3" not in plugins.adapters and "tianshou" in plugins.adapters
 
