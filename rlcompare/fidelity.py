@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlcompare.adapter import Fidelity, FidelityEntry
-from rlcompare.workload import Workload
 
-Judge = Callable[[Any, Workload], tuple[Fidelity, str]]
+if TYPE_CHECKING:  # the worker maps settings too, from a plain-data workload view
+    from rlcompare.workload import Workload
+
+Judge = Callable[[Any, "Workload"], tuple[Fidelity, str]]
 
 
 def _same(value: Any, _: Workload) -> Any:
