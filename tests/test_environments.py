@@ -209,10 +209,21 @@ def test_an_interrupted_build_is_built_again_and_remove_removes_it(isolated_plug
     assert environment.built and environment.path == leftover and (leftover / COMPLETE).exists()
     assert not (leftover / "bin" / "half-written").exists()
     assert manager.ensure(spec).built is False
+    first = environment.info["bytecode"]
+    assert first["compiled"] > 100  # numpy and gymnasium: nothing compiled them before in this cache
     removed = _cli(["env", "remove", "tinyenv"], tmp_path)
     assert removed.returncode == 0, removed.stderr
     assert removed.stdout.strip() == f"removed\t{leftover}"
     assert not leftover.exists() and manager.states() == []
+    # built again: the same files from uv's cache, so the bytecode compiled the first time is reused,
+    # and Python takes it as valid (no module of numpy is compiled again at import)
+    again = manager.ensure(spec)
+    assert again.built and again.info["bytecode"]["reused"] >= first["compiled"] - 5
+    verbose = subprocess.run([str(again.python), "-v", "-c", "import numpy, gymnasium"], capture_output=True,
+                             text=True, env={"PATH": os.environ["PATH"], "PYTHONDONTWRITEBYTECODE": "1"}, timeout=120)
+    assert verbose.returncode == 0, verbose.stderr[-2000:]
+    assert "code object from" in verbose.stderr and "bytecode is stale" not in verbose.stderr
+    assert manager.remove() == [again.path] and not any((tmp_path / "environments" / "bytecode").rglob("*.pyc"))
 
 
 @pytest.mark.parametrize("action", ["build", "list", "remove"])

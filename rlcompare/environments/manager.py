@@ -11,7 +11,8 @@ settings (:mod:`rlcompare.environments.indexes`), the worker protocol version an
 folders linked into it. Same key, same environment: a second build is a no-op. Each environment
 lives in the user's cache (``<cache>/environments/<adapter>-<key>/``) with an info file, a
 completion marker written last (an environment without one is an interrupted build, rebuilt), a
-lock file beside it against concurrent builds, and compiled bytecode.
+lock file beside it against concurrent builds, and compiled bytecode (compiled once per file for
+all environments: :mod:`rlcompare.environments.bytecode`).
 
 rlcompare's code reaches the environment as links, not as an installed copy: the environment's
 ``site-packages`` holds a ``.pth`` file naming the environment's ``worker-src`` folder, which holds
@@ -43,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlcompare.environments.bytecode import link_and_compile, prune
 from rlcompare.environments.indexes import IndexSettings, pip_index_settings
 from rlcompare.errors import RLCompareError
 from rlcompare.user_cache import cache_dir
@@ -56,6 +58,7 @@ INFO = "rlcompare-env.json"
 COMPLETE = "rlcompare-env.complete"
 LOCK = "requirements.lock"
 SOURCES = "worker-src"
+BYTECODE = "bytecode"
 _PTH = "_rlcompare_worker.pth"
 _NAME = re.compile(r"^(?P<adapter>[a-z][a-z0-9_-]*)-(?P<key>[0-9a-f]{16})$")
 
@@ -317,14 +320,19 @@ class EnvironmentManager:
         self._uv_run(spec, ["venv", "--no-config", "--quiet", "--python", python, str(path)])
         (path / LOCK).write_text(lock, encoding="utf-8")
         self._uv_run(spec, ["pip", "sync", "--no-config", "--quiet", "--python", str(path / "bin" / "python"),
-                            "--compile-bytecode", *self.indexes.uv_arguments(), str(path / LOCK)])
-        site_packages = path / "lib" / f"python{'.'.join(version.split('.')[:2])}" / "site-packages"
+                            *self.indexes.uv_arguments(), str(path / LOCK)])
+        major_minor = version.split(".")[:2]
+        site_packages = path / "lib" / f"python{'.'.join(major_minor)}" / "site-packages"
+        self.log(f"{spec.adapter}: installed; compiling bytecode (kept in {self.root / BYTECODE} for the next one)")
+        # bytecode as uv's --compile-bytecode makes it, but compiled once per file for every environment
+        bytecode = link_and_compile(site_packages, path / "bin" / "python", self.root / BYTECODE,
+                                    f"cpython-{''.join(major_minor)}")
         self._link_sources(spec, path, site_packages)
         info = {
             "adapter": spec.adapter, "key": parts["key"], "key_parts": {k: v for k, v in parts.items() if k != "key"},
             "requirements": list(spec.requirements), "python_requested": spec.python, "python_version": version,
             "base_python": python, "created": time.time(), "uv_version": uv_version(self.uv),
-            "worker_protocol": WORKER_PROTOCOL,
+            "worker_protocol": WORKER_PROTOCOL, "bytecode": bytecode,
         }
         (path / INFO).write_text(json.dumps(info, indent=2, sort_keys=True), encoding="utf-8")
         marker = path / COMPLETE
@@ -377,8 +385,8 @@ class EnvironmentManager:
         return {state.adapter for state in self.states()}
 
     def remove(self, adapter: str | None = None) -> list[Path]:
-        """Remove the environments of ``adapter`` (all of them when None); a build in progress
-        finishes first (its lock is waited for)."""
+        """Remove the environments of ``adapter`` (all of them when None, and then the kept
+        bytecode too); a build in progress finishes first (its lock is waited for)."""
         removed = []
         for state in self.states(adapter):
             lock = state.path.with_name(state.path.name + ".lock")
@@ -387,6 +395,8 @@ class EnvironmentManager:
                 _remove_tree(state.path)
             lock.unlink(missing_ok=True)
             removed.append(state.path)
+        if adapter is None:  # everything goes, kept bytecode included (it outlives single removals)
+            prune(self.root / BYTECODE)
         return removed
 
 
