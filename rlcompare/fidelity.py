@@ -57,7 +57,7 @@ def map_settings(workload: Workload, settings: Iterable[Setting]) -> tuple[dict[
     """
     settings = list(settings)
     known = {setting.canonical for setting in settings}
-    missing = set(type(workload.hyperparameters).model_fields) - known - {"algorithm"}
+    missing = canonical_settings(workload.hyperparameters) - known
     if missing:
         raise ValueError(f"no mapping for canonical settings {sorted(missing)}")
     kwargs: dict[str, Any] = {}
@@ -68,6 +68,14 @@ def map_settings(workload: Workload, settings: Iterable[Setting]) -> tuple[dict[
         if setting.native is not None and entry.status is not Fidelity.UNSUPPORTED:
             kwargs[setting.native] = native_value
     return kwargs, entries
+
+
+def canonical_settings(hyperparameters: Any) -> set[str]:
+    """The canonical setting names of a workload's hyperparameters: the validated model's fields
+    (driver), or the keys of the worker's plain-data view (:mod:`rlcompare.workload_view`)."""
+    fields = getattr(type(hyperparameters), "model_fields", None)
+    names = fields if fields is not None else hyperparameters.to_dict()
+    return set(names) - {"algorithm"}
 
 
 def entry(setting: str, value: Any, status: Fidelity, native_name: str | None = None,

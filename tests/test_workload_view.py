@@ -79,3 +79,26 @@ def test_hook_markers_work_where_pluggy_is_missing() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "True"]
+
+
+@pytest.mark.parametrize("module_name", ["adapters.sb3", "adapters.tianshou", "adapters.rllib", "adapters.torchrl",
+                                         "adapters.skrl"])
+def test_built_in_adapters_map_the_view_as_they_map_the_model(module_name: str) -> None:
+    """What an adapter computes inside the worker (from the view) is what the driver computed from
+    the validated model: the native settings and the fidelity report."""
+    import importlib
+
+    from rlcompare.fidelity import map_settings
+
+    settings = importlib.import_module(module_name).SETTINGS
+    checked = 0
+    for workload in CASES:
+        if workload.algorithm not in settings:
+            continue
+        view = workload_view(workload.to_dict())
+        from_model = map_settings(workload, settings[workload.algorithm])
+        from_view = map_settings(view, settings[workload.algorithm])
+        assert from_view[0] == from_model[0]
+        assert [entry.to_dict() for entry in from_view[1]] == [entry.to_dict() for entry in from_model[1]]
+        checked += 1
+    assert checked >= 2
