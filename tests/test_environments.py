@@ -113,6 +113,11 @@ def test_only_adapters_that_do_not_fit_the_main_environment_get_their_own(isolat
     assert isolation_reason(Declared) == "it declares requires_isolation"
     spec = EnvironmentSpec.for_adapter(TinyEnvAdapter)
     assert spec.requirements == ("numpy<2", "gymnasium==0.29.1", "numpy", "gymnasium")
+    # one that fits, isolated on request, gets the main environment's versions: like for like
+    from importlib.metadata import version
+
+    assert EnvironmentSpec.for_adapter(TinyFitAdapter).requirements == (
+        "numpy", "gymnasium", f"numpy=={version('numpy')}", f"gymnasium=={version('gymnasium')}")
     assert any(source.endswith("tinyenv_rlcompare") for source in spec.sources)
 
 

@@ -102,8 +102,13 @@ class EnvironmentSpec:
 
     @classmethod
     def for_adapter(cls, adapter_class: Any) -> EnvironmentSpec:
-        requirements = tuple(dict.fromkeys([*adapter_class.environment_requirements(), *WORKER_REQUIREMENTS]))
-        return cls(adapter_class.id, requirements, adapter_class.environment_python,
+        """The adapter's declared requirements and the worker's. An adapter that fits the main
+        environment (isolated on request) gets the main environment's versions of them, so that
+        its runs in either environment compare like with like."""
+        requirements = [*adapter_class.environment_requirements(), *WORKER_REQUIREMENTS]
+        if isolation_reason(adapter_class) is None:
+            requirements += main_versions(requirements)
+        return cls(adapter_class.id, tuple(dict.fromkeys(requirements)), adapter_class.environment_python,
                    worker_sources(adapter_class.__module__))
 
 
@@ -146,6 +151,20 @@ def unsatisfied(requirements: Sequence[str]) -> list[str]:
         if requirement.specifier and not requirement.specifier.contains(version, prereleases=True):
             problems.append(f"{requirement.name} {version} does not satisfy {requirement.specifier}")
     return problems
+
+
+def main_versions(requirements: Sequence[str]) -> list[str]:
+    """``name==version`` of each requirement's distribution as installed here."""
+    from packaging.requirements import Requirement
+
+    pins = []
+    for text in requirements:
+        name = Requirement(text).name
+        try:
+            pins.append(f"{name}=={importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return pins
 
 
 def isolation_reason(adapter_class: Any) -> str | None:
