@@ -238,3 +238,27 @@ def test_a_bad_adapter_name_is_one_line_with_a_suggestion_and_exit_2(action: str
     assert done.stdout == ""
     assert done.stderr.strip().splitlines() == [
         "rlcompare: error: unknown adapter 'tinyenb'; did you mean 'tinyenv'? (see `rlcompare list adapters`)"]
+
+
+def test_a_version_3_store_gains_the_environment_columns_and_its_runs_read_as_main(tmp_path: Path) -> None:
+    from rlcompare.records import RunRecord
+    from rlcompare.store import SCHEMA_VERSION, Store
+
+    path = tmp_path / "v3.db"
+    with Store(path) as store:
+        store.create()
+        store.save_run(RunRecord(run_id="w__a__s0", workload_id="w", workload_digest="d", adapter="a", framework="f",
+                                 algorithm="PPO", env_id="CartPole-v1", seed=0, status="unsupported", workload_json={}))
+    connection = sqlite3.connect(path)
+    with connection:  # what a version-3 store looks like
+        connection.execute("ALTER TABLE runs DROP COLUMN environment_key")
+        connection.execute("ALTER TABLE runs DROP COLUMN environment_json")
+        connection.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    connection.close()
+    with Store(path) as store:
+        assert store.runs_frame()["environment_key"].isna().all()  # read upgraded in memory
+        store.create()  # written: migrated in place
+    connection = sqlite3.connect(path)
+    assert SCHEMA_VERSION == 4
+    assert connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("4",)
+    assert connection.execute("SELECT environment_key, environment_json FROM runs").fetchall() == [(None, None)]
