@@ -122,6 +122,21 @@ class Adapter(ABC):
     #: What pip must install for this adapter to run (requirement strings, extras allowed), used to
     #: measure the install footprint; empty means ``distributions``.
     install_requires: ClassVar[tuple[str, ...]] = ()
+    #: What the adapter's own Python environment installs (requirement strings, pins allowed);
+    #: empty means ``install_requires`` (or ``distributions``). The harness adds the worker's own
+    #: needs (numpy, gymnasium); see :mod:`rlcompare.environments`.
+    environment_requires: ClassVar[tuple[str, ...]] = ()
+    #: The Python version of its own environment (e.g. ``"3.10"``); None: the driver's.
+    environment_python: ClassVar[str | None] = None
+    #: True when the adapter's pins conflict with the main environment: its runs always go to its
+    #: own environment. Otherwise that happens when the running interpreter does not satisfy
+    #: :meth:`environment_requirements`, or when the user asks (``rlcompare run --isolate``).
+    requires_isolation: ClassVar[bool] = False
+
+    @classmethod
+    def environment_requirements(cls) -> tuple[str, ...]:
+        """The requirements of this adapter's own environment (see ``environment_requires``)."""
+        return cls.environment_requires or cls.install_requires or cls.distributions
 
     @abstractmethod
     def capabilities(self) -> Capabilities:
@@ -171,7 +186,10 @@ def check_adapter_class(adapter_class: Any) -> None:
     if getattr(adapter_class, "__abstractmethods__", None):
         missing = ", ".join(sorted(adapter_class.__abstractmethods__))
         raise PluginError(name, f"adapter {adapter_id!r} does not implement {missing}")
-    for attribute in ("distributions", "install_requires"):
+    for attribute in ("distributions", "install_requires", "environment_requires"):
         value = getattr(adapter_class, attribute, ())
         if not isinstance(value, tuple) or not all(isinstance(item, str) for item in value):
             raise PluginError(name, f"adapter {adapter_id!r}: '{attribute}' must be a tuple of strings")
+    python = getattr(adapter_class, "environment_python", None)
+    if python is not None and not (isinstance(python, str) and re.match(r"^\d+(\.\d+){0,2}$", python)):
+        raise PluginError(name, f"adapter {adapter_id!r}: 'environment_python' must be a version such as '3.11'")

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from rlcompare.environments.cli import COMMANDS as ENV_COMMANDS
+from rlcompare.environments.cli import add_commands as add_env_commands
 from rlcompare.errors import RLCompareError, UsageError
 from rlcompare.registry_cli import COMMANDS as REGISTRY_COMMANDS
 from rlcompare.registry_cli import add_commands as add_registry_commands
@@ -119,8 +121,12 @@ def build_parser() -> argparse.ArgumentParser:
             command.add_argument("--max-memory", type=_memory_size, metavar="SIZE",
                                  help="per run, e.g. 4G: a run whose process tree grows past it is stopped "
                                       "and stored as failed")
+            command.add_argument("--isolate", action="store_true",
+                                 help="run every adapter in its own environment (default: only those that do "
+                                      "not fit the main one; see `rlcompare env`)")
 
     add_registry_commands(commands)
+    add_env_commands(commands)
     add_score_commands(commands)
     add_reporting_commands(commands)
     return parser
@@ -328,6 +334,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     backend.check()
     with Store(args.store) as store:
         store.check_writable()
+        # adapters that do not fit the main environment get their own, built before any run starts
+        from rlcompare.environments import place_runs
+
+        plan = place_runs(plugins, plan, isolate=args.isolate,
+                          log=lambda message: print(f"rlcompare: {message}", file=sys.stderr))
         progress = ConsoleProgress(total=len(plan.runs))
         progress.warn_oversubscribed(plan, backend)
         driver = Driver(store, backend, on_start=progress.started, on_finish=progress.finished)
@@ -359,6 +370,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 COMMANDS = {"list": cmd_list, "doctor": cmd_doctor, "plan": cmd_plan, "run": cmd_run}
 COMMANDS.update(REGISTRY_COMMANDS)
+COMMANDS.update(ENV_COMMANDS)
 COMMANDS.update(SCORE_COMMANDS)
 COMMANDS.update(REPORTING_COMMANDS)
 

@@ -14,13 +14,15 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlcompare import rundir
 from rlcompare.adapter import Policy
 from rlcompare.envs import DEFAULT_SLOTS, EnvFactory, StepCounter
 from rlcompare.evaluation import EvaluationResult, Evaluator
-from rlcompare.workload import Workload
+
+if TYPE_CHECKING:  # the worker gets a rlcompare.workload_view.WorkloadView: same attributes, no pydantic
+    from rlcompare.workload import Workload
 
 
 @dataclass(frozen=True)

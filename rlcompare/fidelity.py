@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlcompare.adapter import Fidelity, FidelityEntry
-from rlcompare.workload import Workload
 
-Judge = Callable[[Any, Workload], tuple[Fidelity, str]]
+if TYPE_CHECKING:  # the worker maps settings too, from a plain-data workload view
+    from rlcompare.workload import Workload
+
+Judge = Callable[[Any, "Workload"], tuple[Fidelity, str]]
 
 
 def _same(value: Any, _: Workload) -> Any:
@@ -55,7 +57,7 @@ def map_settings(workload: Workload, settings: Iterable[Setting]) -> tuple[dict[
     """
     settings = list(settings)
     known = {setting.canonical for setting in settings}
-    missing = set(type(workload.hyperparameters).model_fields) - known - {"algorithm"}
+    missing = canonical_settings(workload.hyperparameters) - known
     if missing:
         raise ValueError(f"no mapping for canonical settings {sorted(missing)}")
     kwargs: dict[str, Any] = {}
@@ -66,6 +68,14 @@ def map_settings(workload: Workload, settings: Iterable[Setting]) -> tuple[dict[
         if setting.native is not None and entry.status is not Fidelity.UNSUPPORTED:
             kwargs[setting.native] = native_value
     return kwargs, entries
+
+
+def canonical_settings(hyperparameters: Any) -> set[str]:
+    """The canonical setting names of a workload's hyperparameters: the validated model's fields
+    (driver), or the keys of the worker's plain-data view (:mod:`rlcompare.workload_view`)."""
+    fields = getattr(type(hyperparameters), "model_fields", None)
+    names = fields if fields is not None else hyperparameters.to_dict()
+    return set(names) - {"algorithm"}
 
 
 def entry(setting: str, value: Any, status: Fidelity, native_name: str | None = None,

@@ -8,17 +8,42 @@ module import time: listing plugins imports every plugin module.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-import pluggy
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rlcompare.plugins import Register
 
 PROJECT_NAME = "rlcompare"
 
-hookspec = pluggy.HookspecMarker(PROJECT_NAME)
-hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+class _PlainMarker:
+    """Marks hook functions as pluggy's markers do (the same attribute and options), for a run's
+    worker in an adapter's own environment: it imports the adapter's plugin module, which
+    decorates its hooks, but builds no plugin manager, so pluggy need not be installed there."""
+
+    def __init__(self, project_name: str, kind: str, defaults: dict[str, Any]) -> None:
+        self.attribute, self.defaults = f"{project_name}_{kind}", defaults
+
+    def __call__(self, function: Callable[..., Any] | None = None, **options: Any) -> Any:
+        def mark(target: Callable[..., Any]) -> Callable[..., Any]:
+            setattr(target, self.attribute, {**self.defaults, **options})
+            return target
+
+        return mark if function is None else mark(function)
+
+
+try:
+    import pluggy
+except ModuleNotFoundError:  # only where no plugin manager is ever built (see _PlainMarker)
+    hookspec: Any = _PlainMarker(PROJECT_NAME, "spec", {"firstresult": False, "historic": False,
+                                                        "warn_on_impl": None, "warn_on_impl_args": None})
+    hookimpl: Any = _PlainMarker(PROJECT_NAME, "impl", {"wrapper": False, "hookwrapper": False,
+                                                        "optionalhook": False, "tryfirst": False,
+                                                        "trylast": False, "specname": None})
+else:
+    hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+    hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 
 # -------------------------------------------------------------------------------------------------

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from rlcompare.adapter import Adapter, Fidelity
+from rlcompare.adapter import Adapter, Fidelity, FidelityEntry
 from rlcompare.errors import IncompatibleError, UsageError
 from rlcompare.plugins import Origin, Plugins
 from rlcompare.validity import BudgetTolerance
@@ -25,6 +26,13 @@ class PlannedRun:
     seed: int
     tolerance: BudgetTolerance | None = None
     origin: Origin = Origin("?")
+    #: Resolved by the driver, so the worker needs no plugin manager: the adapter class as
+    #: ``module:qualname``, its fidelity report (plain data) and the distributions to record.
+    adapter_class: str = ""
+    fidelity: tuple[dict[str, Any], ...] = ()
+    distributions: tuple[str, ...] = ()
+    #: The adapter's own Python environment; None: the main one (see :mod:`rlcompare.environments`).
+    environment: WorkerEnvironment | None = None
 
     @property
     def budget_tolerance(self) -> BudgetTolerance:
@@ -33,6 +41,24 @@ class PlannedRun:
     @property
     def run_id(self) -> str:
         return run_id_for(self.workload.id, self.adapter_id, self.seed)
+
+
+@dataclass(frozen=True)
+class WorkerEnvironment:
+    """Where a run's worker runs: an interpreter, and the key of the environment it belongs to."""
+
+    python: str
+    key: str
+    lock_digest: str
+    adapter: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"python": self.python, "key": self.key, "lock_digest": self.lock_digest, "adapter": self.adapter}
+
+
+def adapter_reference(adapter_class: type) -> str:
+    """``module:qualname`` of an adapter class: all a worker needs to find it."""
+    return f"{adapter_class.__module__}:{adapter_class.__qualname__}"
 
 
 @dataclass(frozen=True)
@@ -93,15 +119,17 @@ def build_plan(
             origin = plugins.origin("adapter", adapter.id)
             try:
                 adapter.check_compatible(workload, action_space)
-                check_faithful(adapter, workload)
+                entries = check_faithful(adapter, workload)
             except IncompatibleError as refusal:
                 if explicit:
                     raise
                 plan.refused.append(RefusedPair(workload, adapter.id, adapter.framework, str(refusal), origin))
                 continue
             tolerance = adapter.budget_tolerance(workload)
+            fidelity = tuple(entry.to_dict() for entry in entries)
             for seed in workload.seed_values:
-                plan.runs.append(PlannedRun(workload, adapter.id, adapter.framework, seed, tolerance, origin))
+                plan.runs.append(PlannedRun(workload, adapter.id, adapter.framework, seed, tolerance, origin,
+                                            adapter_reference(type(adapter)), fidelity, tuple(adapter.distributions)))
     return plan
 
 
@@ -110,9 +138,9 @@ def build_plan(
 MAX_UNSUPPORTED_SHARE = 0.5
 
 
-def check_faithful(adapter: Adapter, workload: Workload) -> None:
+def check_faithful(adapter: Adapter, workload: Workload) -> list[FidelityEntry]:
     """Refuse a pair whose fidelity report leaves most canonical settings unsupported (or does not
-    mention them: a setting the report omits is counted as unsupported)."""
+    mention them: a setting the report omits is counted as unsupported); return the report."""
     where = f"adapter {adapter.id!r} cannot run workload {workload.id!r} faithfully"
     try:
         entries = adapter.fidelity(workload)
@@ -127,3 +155,4 @@ def check_faithful(adapter: Adapter, workload: Workload) -> None:
             f"unsupported or missing from its fidelity report ({', '.join(unsupported[:4])}"
             f"{', ...' if len(unsupported) > 4 else ''})"
         )
+    return entries

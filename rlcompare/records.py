@@ -74,6 +74,10 @@ class RunRecord:
     fidelity_json: list[dict[str, Any]] | None = None
     native_config_json: dict[str, Any] | None = None
     validity_json: dict[str, Any] | None = None
+    #: The adapter's own environment the run's worker ran in (None: the main environment): its key
+    #: and its python, lock digest and adapter (:mod:`rlcompare.environments`).
+    environment_key: str | None = None
+    environment_json: dict[str, Any] | None = None
     traceback: str | None = None
 
     def __post_init__(self) -> None:

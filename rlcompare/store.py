@@ -23,7 +23,7 @@ from rlcompare.records import RunRecord
 if TYPE_CHECKING:
     import pandas as pd
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: Run statuses (see :mod:`rlcompare.records`).
 STATUSES = records.STATUSES
@@ -96,7 +96,15 @@ def _migrate_2_to_3(connection: sqlite3.Connection) -> None:
             connection.execute(f"ALTER TABLE runs ADD COLUMN {column} INTEGER")
 
 
-_MIGRATIONS = {1: _migrate_1_to_2, 2: _migrate_2_to_3}
+def _migrate_3_to_4(connection: sqlite3.Connection) -> None:
+    """Version 4 records the adapter environment each run's worker ran in (NULL: the main one)."""
+    present = {row[1] for row in connection.execute("PRAGMA table_info(runs)")}
+    for column in ("environment_key", "environment_json"):
+        if column not in present:
+            connection.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
+
+
+_MIGRATIONS = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4}
 
 
 #: ``PRAGMA application_id`` of an rlcompare store ("RLCP"): a file without it (and without the

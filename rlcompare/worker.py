@@ -1,46 +1,70 @@
 """The entry point of one run's own process: ``python -m rlcompare.worker SPEC.json``.
 
 The runner starts a fresh interpreter per run and hands it the run spec as JSON (never a fork of
-the driver), so frameworks with incompatible dependencies can later run under their own Python.
+the driver), so a framework with dependencies that conflict with rlcompare's runs under its own
+Python environment (:mod:`rlcompare.environments`). The worker is minimal: the driver validated the
+workload, resolved the adapter and computed its fidelity report, so the spec carries plain data
+(the resolved workload, the adapter's ``module:qualname``, the fidelity report, the budget
+tolerance, the distributions to record) and the worker needs only the standard library, numpy,
+gymnasium, the harness's light modules and the adapter's own module: no pydantic, no pluggy, no
+plugin manager, no registry.
 The worker writes its outcome to ``result.json`` in the run directory; the curve is appended to
 ``progress.jsonl`` as it is measured, so a crash keeps every finished evaluation point.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlcompare.driver_watch import watch_driver
 from rlcompare.rundir import RESULT, write_json_atomically
 
 RESULT_FILE = RESULT
 
+if TYPE_CHECKING:
+    from rlcompare.adapter import Adapter
+
+
+def load_adapter_class(reference: str) -> type[Adapter]:
+    """The adapter class a spec names as ``module:qualname`` (importing only that module)."""
+    from rlcompare.adapter import Adapter
+
+    module_name, _, qualname = str(reference).partition(":")
+    if not module_name or not qualname:
+        raise ValueError(f"the run spec's adapter_class must be 'module:qualname', got {reference!r}")
+    target: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    if not (isinstance(target, type) and issubclass(target, Adapter)):
+        raise TypeError(f"{reference} is not an rlcompare adapter class")
+    return target
+
 
 def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """Train and evaluate one run as ``spec`` says; return the result record."""
     from rlcompare.context import TrainingContext
     from rlcompare.host import distribution_versions, host_info
-    from rlcompare.plugins import build_plugin_manager
-    from rlcompare.workload import workload_from_dict
+    from rlcompare.workload_view import workload_view
 
-    workload = workload_from_dict(spec["workload"], f"run {spec['run_id']}")
-    adapter = build_plugin_manager().adapter(spec["adapter"])
+    workload = workload_view(spec["workload"])
+    adapter = load_adapter_class(spec.get("adapter_class") or "")()
     result: dict[str, Any] = {
         "run_id": spec["run_id"],
         "status": "failed",
         "host": host_info(),
-        "versions": distribution_versions(adapter.distributions),
-        "fidelity": [entry.to_dict() for entry in adapter.fidelity(workload)],
+        "versions": distribution_versions(spec.get("distributions") or ()),
+        "fidelity": spec.get("fidelity"),
     }
     context = TrainingContext(workload, spec["seed"], spec["run_dir"], launched_at=spec.get("launched_at"))
     try:
-        outcome = adapter.train(workload, context)
+        outcome = adapter.train(workload, context)  # type: ignore[arg-type]
         context.stop_training()
         final = context.final_evaluation(outcome.policy, outcome.framework_env_steps)
         result.update(

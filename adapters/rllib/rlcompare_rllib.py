@@ -21,10 +21,10 @@ from rlcompare.errors import IncompatibleError
 from rlcompare.fidelity import Setting, entry, map_settings, only_if
 from rlcompare.hookspecs import hookimpl
 from rlcompare.validity import BudgetTolerance
-from rlcompare.workload import Workload
 
 if TYPE_CHECKING:
     from rlcompare.context import TrainingContext
+    from rlcompare.workload import Workload
 
 #: Env steps sampled per ``Algorithm.train()`` call, at least (off-policy algorithms).
 ITERATION_ENV_STEPS = 500

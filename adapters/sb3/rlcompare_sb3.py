@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 from rlcompare.adapter import Adapter, Capabilities, Fidelity, FidelityEntry, TrainingResult
 from rlcompare.fidelity import Setting, entry, map_settings, only_if
 from rlcompare.hookspecs import hookimpl
-from rlcompare.workload import Workload
 
 if TYPE_CHECKING:
     from rlcompare.context import TrainingContext
+    from rlcompare.workload import Workload
 
 
 def _per_vec_step(value: int, workload: Workload) -> int:

@@ -33,12 +33,12 @@ from typing import TYPE_CHECKING, Any
 from rlcompare.adapter import Adapter, Capabilities, Fidelity, FidelityEntry, TrainingResult
 from rlcompare.fidelity import Judge, Setting, entry, map_settings, only_if
 from rlcompare.hookspecs import hookimpl
-from rlcompare.workload import Workload
 
 if TYPE_CHECKING:
     import numpy as np
 
     from rlcompare.context import TrainingContext
+    from rlcompare.workload import Workload
 
 ON_POLICY = ("PPO", "A2C")
 ACTION_SPACES = {"PPO": frozenset({"discrete", "continuous"}), "A2C": frozenset({"discrete", "continuous"}),

@@ -28,12 +28,12 @@ from rlcompare.adapter import Adapter, Capabilities, Fidelity, FidelityEntry, Tr
 from rlcompare.errors import IncompatibleError
 from rlcompare.fidelity import Setting, entry, map_settings
 from rlcompare.hookspecs import hookimpl
-from rlcompare.workload import Workload
 
 if TYPE_CHECKING:
     import numpy as np
 
     from rlcompare.context import TrainingContext
+    from rlcompare.workload import Workload
 
 ON_POLICY = ("PPO", "A2C")
 ACTION_SPACES = {"PPO": frozenset({"discrete", "continuous"}), "A2C": frozenset({"discrete", "continuous"}),

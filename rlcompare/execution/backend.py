@@ -117,7 +117,26 @@ def worker_environment(planned: PlannedRun, base: dict[str, str] | None = None) 
     env["PYTHONUNBUFFERED"] = "1"
     env[RUN_ID_ENV] = planned.run_id
     env.pop("RAY_ADDRESS", None)
+    if planned.environment is not None:
+        enter_environment(env, planned.environment.python)
     return env
+
+
+def enter_environment(env: dict[str, str], python: str) -> None:
+    """Make ``env`` that of a process in the adapter environment of ``python``: nothing of the
+    driver's import path leaks in, and a framework that starts ``python`` gets the environment's."""
+    from pathlib import Path
+
+    for name in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP"):
+        env.pop(name, None)
+    bin_dir = Path(python).parent
+    env["VIRTUAL_ENV"] = str(bin_dir.parent)
+    env["PATH"] = os.pathsep.join([str(bin_dir), *[part for part in env.get("PATH", "").split(os.pathsep) if part]])
+
+
+def worker_python(planned: PlannedRun, default: str) -> str:
+    """The interpreter a run's worker starts with: its adapter environment's, else ``default``."""
+    return default if planned.environment is None else planned.environment.python
 
 
 def cpus_needed(planned: PlannedRun) -> int:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlcompare.execution.backend import Backend, Ending, cpus_needed
-from rlcompare.plan import Plan, PlannedRun, RefusedPair, run_id_for
+from rlcompare.plan import Plan, PlannedRun, RefusedPair, WorkerEnvironment, run_id_for
 from rlcompare.plugins import Origin
 from rlcompare.records import RunRecord
 from rlcompare.rundir import RunDirectory, orphaned, remove_root_if_empty
@@ -68,18 +68,25 @@ class _InFlight:
 
 
 def run_spec(planned: PlannedRun, directory: RunDirectory, launched_at: float) -> dict[str, Any]:
-    """What the worker receives (plain data), plus what a driver needs to store the run later."""
+    """What the worker receives (plain data: the resolved workload, the adapter class as
+    ``module:qualname``, its fidelity report, the distributions to record), plus what a driver needs
+    to store the run later. The worker builds no plugin manager and validates nothing."""
+    environment = planned.environment
     return {
         "run_id": planned.run_id,
         "adapter": planned.adapter_id,
+        "adapter_class": planned.adapter_class,
         "framework": planned.framework,
         "seed": planned.seed,
         "workload": planned.workload.to_dict(),
+        "fidelity": list(planned.fidelity),
+        "distributions": list(planned.distributions),
         "run_dir": str(directory.path),
         "launched_at": launched_at,
         "tolerance": planned.budget_tolerance.to_dict(),
         "origin": {"plugin": planned.origin.plugin, "distribution": planned.origin.distribution,
                    "version": planned.origin.version},
+        "environment": None if environment is None else environment.to_dict(),
     }
 
 
@@ -228,8 +235,10 @@ def planned_from_spec(spec: dict[str, Any]) -> PlannedRun:
     workload = workload_from_dict(spec["workload"], f"run {spec['run_id']}")
     tolerance = BudgetTolerance(**spec["tolerance"]) if spec.get("tolerance") else None
     origin = Origin(**spec["origin"]) if spec.get("origin") else Origin("?")
+    environment = WorkerEnvironment(**spec["environment"]) if spec.get("environment") else None
     return PlannedRun(workload, str(spec["adapter"]), str(spec.get("framework", "?")), int(spec["seed"]),
-                      tolerance, origin)
+                      tolerance, origin, str(spec.get("adapter_class") or ""),
+                      tuple(spec.get("fidelity") or ()), tuple(spec.get("distributions") or ()), environment)
 
 
 def build_record(planned: PlannedRun, ending: Ending, curve: Sequence[dict[str, Any]], launched_at: float) -> RunRecord:
@@ -287,6 +296,8 @@ def build_record(planned: PlannedRun, ending: Ending, curve: Sequence[dict[str, 
         fidelity_json=result.get("fidelity"),
         native_config_json=result.get("native_config"),
         validity_json=None if verdict is None else verdict.to_dict(),
+        environment_key=None if planned.environment is None else planned.environment.key,
+        environment_json=None if planned.environment is None else planned.environment.to_dict(),
         traceback=result.get("traceback") or (ending.output_tail if status not in ("ok", "invalid") else None),
     )
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 from rlcompare.driver_watch import DRIVER_FD_ENV
-from rlcompare.execution.backend import Backend, Ending, worker_environment
+from rlcompare.execution.backend import Backend, Ending, worker_environment, worker_python
 from rlcompare.hookspecs import hookimpl
 from rlcompare.process_tree import TreeMonitor, kill_tree
 
@@ -74,7 +74,7 @@ class LocalBackend(Backend):
         env[DRIVER_FD_ENV] = str(watched)
         try:
             process = subprocess.Popen(
-                [self.python, "-m", self.worker_module, str(directory.spec)],
+                [worker_python(planned, self.python), "-m", self.worker_module, str(directory.spec)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                 pass_fds=(watched,),
                 start_new_session=True,  # its own process group, so the whole tree can be stopped

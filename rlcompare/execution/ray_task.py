@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rlcompare.driver_watch import DRIVER_FD_ENV
-from rlcompare.execution.backend import RUN_ID_ENV, THREAD_ENV_VARS
+from rlcompare.execution.backend import RUN_ID_ENV, THREAD_ENV_VARS, enter_environment
 from rlcompare.process_tree import TreeMonitor, kill_tree
 from rlcompare.rundir import RunDirectory, write_json_atomically
 
@@ -42,6 +42,8 @@ def _environment(spec: dict[str, Any], watched: int) -> dict[str, str]:
     env[DRIVER_FD_ENV] = str(watched)
     for name in ("RAY_ADDRESS", "RAY_JOB_ID", "RAY_RAYLET_PID"):  # a framework's own Ray starts fresh
         env.pop(name, None)
+    if spec.get("environment"):
+        enter_environment(env, spec["environment"]["python"])
     return env
 
 
@@ -52,7 +54,7 @@ _LAUNCHER = """
 import os, subprocess, sys
 fd = int(sys.argv[1])
 with open(sys.argv[3], "wb") as log:
-    worker = subprocess.Popen([sys.executable, "-m", "rlcompare.worker", sys.argv[2]], stdin=subprocess.DEVNULL,
+    worker = subprocess.Popen([sys.argv[4], "-m", "rlcompare.worker", sys.argv[2]], stdin=subprocess.DEVNULL,
                               stdout=log, stderr=subprocess.STDOUT, pass_fds=(fd,), start_new_session=True)
 print(worker.pid, flush=True)
 os._exit(0)
@@ -76,9 +78,12 @@ def execute_run(spec: dict[str, Any], limits: dict[str, Any], cpus_given: int) -
     write_json_atomically(directory.spec, local)
     watched, held = os.pipe()
     started = time.monotonic()
+    # an adapter environment's interpreter is a path on the driver's machine: a node that does not
+    # have it (another machine) fails the run with that path in its reason
+    python = (spec.get("environment") or {}).get("python") or sys.executable
     try:
         launcher = subprocess.run(
-            [sys.executable, "-c", _LAUNCHER, str(watched), str(directory.spec), str(directory.log)],
+            [sys.executable, "-c", _LAUNCHER, str(watched), str(directory.spec), str(directory.log), python],
             stdin=subprocess.DEVNULL, capture_output=True, text=True, env=_environment(spec, watched),
             pass_fds=(watched,), timeout=60, check=False,
         )

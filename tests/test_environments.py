@@ -1,0 +1,264 @@
+"""Adapter environments: keys, pip's index settings, isolation decisions, builds with uv (real
+ones, of the numpy-only test adapter in tests/plugins/isolated), and a run whose worker lives in an
+environment that holds only numpy, gymnasium and that adapter."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rlcompare.environments import manager as manager_module
+from rlcompare.environments.indexes import IndexSettings, pip_index_settings
+from rlcompare.environments.manager import (
+    COMPLETE,
+    EnvironmentManager,
+    EnvironmentSpec,
+    isolation_reason,
+    unsatisfied,
+)
+from tests.conftest import ROOT, TINY_WORKLOAD
+
+ISOLATED_PLUGINS = ROOT / "tests" / "plugins" / "isolated"
+
+
+def _env(cache: Path) -> dict[str, str]:
+    parts = [str(ROOT), str(ISOLATED_PLUGINS)]
+    return {**os.environ, "RLCOMPARE_CACHE_DIR": str(cache), "PYTHONPATH": os.pathsep.join(parts)}
+
+
+def _cli(args: list[str], cache: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rlcompare", *args], capture_output=True, text=True,
+                          env=_env(cache), cwd=cwd, timeout=600)
+
+
+@pytest.fixture
+def isolated_plugin(monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.syspath_prepend(str(ISOLATED_PLUGINS))
+    monkeypatch.delenv("RLCOMPARE_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+    return ISOLATED_PLUGINS
+
+
+# -- keys and settings (no builds) -------------------------------------------------------------------
+
+
+def test_the_key_changes_when_any_of_its_parts_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    constraints = tmp_path / "constraints.txt"
+    constraints.write_text("torch<=2.14.1\n", encoding="utf-8")
+    indexes = IndexSettings(extra_index_urls=("file:///opt/pypi/simple",), find_links=("/opt/wheels",),
+                            constraints=(str(constraints),))
+    spec = EnvironmentSpec("tinyenv", ("numpy<2",), None, ("/src/rlcompare", "/src/tinyenv_rlcompare"))
+    lock = "numpy==1.26.4\ngymnasium==0.29.1\n"
+
+    def key(manager: EnvironmentManager, spec: EnvironmentSpec = spec, lock: str = lock, python: str = "3.11.7") -> str:
+        return manager.key(spec, lock, python)["key"]
+
+    manager = EnvironmentManager(tmp_path, indexes, uv="/nonexistent/uv")
+    base = key(manager)
+    assert key(manager) == base  # deterministic
+    variants = {
+        "lock": key(manager, lock=lock.replace("1.26.4", "1.26.3")),
+        "python": key(manager, python="3.12.1"),
+        "index url": key(EnvironmentManager(tmp_path, IndexSettings(index_url="https://example.org/simple",
+                                                                    find_links=("/opt/wheels",)), uv="-")),
+        "find-links": key(EnvironmentManager(tmp_path, IndexSettings(extra_index_urls=indexes.extra_index_urls,
+                                                                     constraints=indexes.constraints), uv="-")),
+        "sources": key(manager, spec=EnvironmentSpec("tinyenv", spec.requirements, None, ("/other/rlcompare",))),
+    }
+    constraints.write_text("torch<=2.13.0\n", encoding="utf-8")
+    variants["constraint file content"] = key(manager)
+    constraints.write_text("torch<=2.14.1\n", encoding="utf-8")
+    monkeypatch.setattr(manager_module, "WORKER_PROTOCOL", manager_module.WORKER_PROTOCOL + 1)
+    variants["worker protocol"] = key(manager)
+    assert all(value != base for value in variants.values()), variants
+    assert len(set(variants.values())) == len(variants)
+
+
+def test_pip_settings_are_read_as_pip_reads_them_and_handed_to_uv(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".config" / "pip").mkdir(parents=True)
+    (home / ".config" / "pip" / "pip.conf").write_text(
+        "[global]\nfind-links = /opt/wheels\nextra-index-url = file:///a/simple file:///b/simple\n"
+        "[install]\nconstraint = /etc/c.txt\n", encoding="utf-8")
+    environ = {"HOME": str(home), "XDG_CONFIG_DIRS": str(tmp_path / "none"), "PIP_INDEX_URL": "https://idx/simple"}
+    settings = pip_index_settings(environ)
+    assert settings == IndexSettings(index_url="https://idx/simple", extra_index_urls=("file:///a/simple", "file:///b/simple"),
+                                     find_links=("/opt/wheels",), constraints=("/etc/c.txt",))
+    args = settings.uv_arguments()
+    assert args[:2] == ["--index-strategy", "unsafe-best-match"]  # pip's rule across indexes
+    assert ["--find-links", "/opt/wheels"] == args[args.index("--find-links"):args.index("--find-links") + 2]
+    assert args.count("--extra-index-url") == 2 and "--index-url" in args
+    # an environment variable overrides the files; PIP_CONFIG_FILE=/dev/null turns the files off
+    assert pip_index_settings({**environ, "PIP_FIND_LINKS": "/w1 /w2"}).find_links == ("/w1", "/w2")
+    assert pip_index_settings({**environ, "PIP_CONFIG_FILE": os.devnull}).find_links == ()
+
+
+def test_only_adapters_that_do_not_fit_the_main_environment_get_their_own(isolated_plugin: Path) -> None:
+    from tinyenv_rlcompare import TinyEnvAdapter, TinyFitAdapter
+
+    reason = isolation_reason(TinyEnvAdapter)
+    assert reason is not None and "gymnasium" in reason and "==0.29.1" in reason
+    assert isolation_reason(TinyFitAdapter) is None  # fits: runs in the main environment at zero cost
+    assert unsatisfied(["numpy>=1", "surely-not-installed-dist"]) == ["surely-not-installed-dist is not installed"]
+
+    class Declared(TinyFitAdapter):
+        id = "declared"
+        requires_isolation = True
+
+    assert isolation_reason(Declared) == "it declares requires_isolation"
+    spec = EnvironmentSpec.for_adapter(TinyEnvAdapter)
+    assert spec.requirements == ("numpy<2", "gymnasium==0.29.1", "numpy", "gymnasium")
+    # one that fits, isolated on request, gets the main environment's versions: like for like
+    from importlib.metadata import version
+
+    assert EnvironmentSpec.for_adapter(TinyFitAdapter).requirements == (
+        "numpy", "gymnasium", f"numpy=={version('numpy')}", f"gymnasium=={version('gymnasium')}")
+    assert any(source.endswith("tinyenv_rlcompare") for source in spec.sources)
+
+
+# -- real builds -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def isolated_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, subprocess.CompletedProcess[str]]:
+    """One matrix of the pinned test adapter: the driver builds its environment, then runs it there."""
+    cache = tmp_path_factory.mktemp("cache")
+    work = tmp_path_factory.mktemp("run")
+    (work / "tiny.toml").write_text(TINY_WORKLOAD, encoding="utf-8")
+    done = _cli(["run", "--workload", "tiny.toml", "--adapters", "tinyenv", "--seeds", "1", "--store", "s.db"],
+                cache, cwd=work)
+    return cache, work / "s.db", done
+
+
+def test_a_run_whose_adapter_conflicts_runs_in_an_environment_of_numpy_gymnasium_and_the_adapter(
+        isolated_run: tuple[Path, Path, subprocess.CompletedProcess[str]]) -> None:
+    cache, store, done = isolated_run
+    assert done.returncode == 0, done.stderr
+    assert "tinyenv: own environment" in done.stderr and "gymnasium 1.2.2 does not satisfy ==0.29.1" in done.stderr
+    [environment] = [path for path in (cache / "environments").iterdir() if path.name.startswith("tinyenv-")
+                     and path.is_dir()]
+    python = environment / "bin" / "python"
+    probe = subprocess.run([str(python), "-c", "import importlib.util as u; print([n for n in ('pydantic', 'pluggy', "
+                            "'torch', 'pandas', 'rich') if u.find_spec(n)])"], capture_output=True, text=True,
+                           env={"PATH": os.environ["PATH"]}, timeout=60)
+    assert probe.stdout.strip() == "[]", probe.stderr  # not even installed there
+    connection = sqlite3.connect(store)
+    connection.row_factory = sqlite3.Row
+    run = connection.execute("SELECT * FROM runs WHERE run_id = 'tiny__tinyenv__s0'").fetchone()
+    curve = connection.execute("SELECT env_steps, return_mean FROM curves WHERE run_id = 'tiny__tinyenv__s0' "
+                               "ORDER BY env_steps").fetchall()
+    assert run["status"] == "ok", run["error"]
+    assert run["environment_key"] == environment.name.split("-")[-1]
+    recorded = json.loads(run["environment_json"])
+    assert recorded["python"] == str(python) and recorded["lock_digest"]
+    versions = json.loads(run["versions_json"])
+    assert versions["gymnasium"] == "0.29.1" and versions["numpy"].startswith("1.")
+    native = json.loads(run["native_config_json"])
+    assert native["python"] == str(python) and native["loaded"] == []
+    assert not any(native["importable"].values())
+    # the curve the driver stored: at the start, every 200 steps, and at the end of the budget
+    assert [row[0] for row in curve] == [1, 200, 400, 600] and run["evaluations"] == 4
+    assert run["env_steps"] == run["framework_env_steps"] == 600
+    assert json.loads(run["fidelity_json"])  # computed by the driver, recorded with the run
+
+
+def test_env_list_shows_the_environment_and_a_second_build_does_nothing(
+        isolated_run: tuple[Path, Path, subprocess.CompletedProcess[str]]) -> None:
+    cache, _store, _done = isolated_run
+    listed = _cli(["env", "list"], cache)
+    assert listed.returncode == 0, listed.stderr
+    header, *rows = listed.stdout.splitlines()
+    assert header.split("\t")[:4] == ["adapter", "key", "state", "size"]
+    [row] = rows
+    adapter, key, state, size, own, python, path = row.split("\t")
+    assert (adapter, state, python) == ("tinyenv", "ready", f"{sys.version_info.major}.{sys.version_info.minor}."
+                                        f"{sys.version_info.micro}")
+    assert size.endswith("MiB") and Path(path).name == f"tinyenv-{key}"
+    info = json.loads(_cli(["env", "list", "tinyenv", "--json"], cache).stdout)[0]["info"]
+    assert info["key_parts"]["worker_protocol"] == manager_module.WORKER_PROTOCOL
+    assert info["uv_version"] and info["requirements"][:2] == ["numpy<2", "gymnasium==0.29.1"]
+    again = _cli(["env", "build", "tinyenv"], cache)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.split("\t")[:3] == ["tinyenv", key, "up to date"]
+
+
+def test_two_concurrent_builds_of_one_environment_build_it_once(tmp_path: Path) -> None:
+    builders = [subprocess.Popen([sys.executable, "-m", "rlcompare", "env", "build", "tinyenv"], text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(tmp_path))
+                for _ in range(2)]
+    outputs = [builder.communicate(timeout=600) for builder in builders]
+    assert all(builder.returncode == 0 for builder in builders), outputs
+    words = sorted(out.split("\t")[2] for out, _ in outputs)
+    assert words == ["built", "up to date"]
+    assert sum("building environment" in err for _, err in outputs) == 1
+
+
+def test_an_interrupted_build_is_built_again_and_remove_removes_it(isolated_plugin: Path, tmp_path: Path) -> None:
+    from tinyenv_rlcompare import TinyEnvAdapter
+
+    manager = EnvironmentManager(tmp_path / "environments")
+    spec = EnvironmentSpec.for_adapter(TinyEnvAdapter)
+    python, version = manager.interpreter(spec)
+    key = manager.key(spec, manager.resolve(spec, python, version), version)["key"]
+    leftover = tmp_path / "environments" / f"tinyenv-{key}"
+    (leftover / "bin").mkdir(parents=True)
+    (leftover / "bin" / "half-written").write_text("", encoding="utf-8")  # a build killed midway: no marker
+    [state] = manager.states()
+    assert state.state == "incomplete"
+    environment = manager.ensure(spec)
+    assert environment.built and environment.path == leftover and (leftover / COMPLETE).exists()
+    assert not (leftover / "bin" / "half-written").exists()
+    assert manager.ensure(spec).built is False
+    first = environment.info["bytecode"]
+    assert first["compiled"] > 100  # numpy and gymnasium: nothing compiled them before in this cache
+    removed = _cli(["env", "remove", "tinyenv"], tmp_path)
+    assert removed.returncode == 0, removed.stderr
+    assert removed.stdout.strip() == f"removed\t{leftover}"
+    assert not leftover.exists() and manager.states() == []
+    # built again: the same files from uv's cache, so the bytecode compiled the first time is reused,
+    # and Python takes it as valid (no module of numpy is compiled again at import)
+    again = manager.ensure(spec)
+    assert again.built and again.info["bytecode"]["reused"] >= first["compiled"] - 5
+    verbose = subprocess.run([str(again.python), "-v", "-c", "import numpy, gymnasium"], capture_output=True,
+                             text=True, env={"PATH": os.environ["PATH"], "PYTHONDONTWRITEBYTECODE": "1"}, timeout=120)
+    assert verbose.returncode == 0, verbose.stderr[-2000:]
+    assert "code object from" in verbose.stderr and "bytecode is stale" not in verbose.stderr
+    assert manager.remove() == [again.path] and not any((tmp_path / "environments" / "bytecode").rglob("*.pyc"))
+
+
+@pytest.mark.parametrize("action", ["build", "list", "remove"])
+def test_a_bad_adapter_name_is_one_line_with_a_suggestion_and_exit_2(action: str, tmp_path: Path) -> None:
+    done = _cli(["env", action, "tinyenb"], tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        "rlcompare: error: unknown adapter 'tinyenb'; did you mean 'tinyenv'? (see `rlcompare list adapters`)"]
+
+
+def test_a_version_3_store_gains_the_environment_columns_and_its_runs_read_as_main(tmp_path: Path) -> None:
+    from rlcompare.records import RunRecord
+    from rlcompare.store import SCHEMA_VERSION, Store
+
+    path = tmp_path / "v3.db"
+    with Store(path) as store:
+        store.create()
+        store.save_run(RunRecord(run_id="w__a__s0", workload_id="w", workload_digest="d", adapter="a", framework="f",
+                                 algorithm="PPO", env_id="CartPole-v1", seed=0, status="unsupported", workload_json={}))
+    connection = sqlite3.connect(path)
+    with connection:  # what a version-3 store looks like
+        connection.execute("ALTER TABLE runs DROP COLUMN environment_key")
+        connection.execute("ALTER TABLE runs DROP COLUMN environment_json")
+        connection.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    connection.close()
+    with Store(path) as store:
+        assert store.runs_frame()["environment_key"].isna().all()  # read upgraded in memory
+        store.create()  # written: migrated in place
+    connection = sqlite3.connect(path)
+    assert SCHEMA_VERSION == 4
+    assert connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("4",)
+    assert connection.execute("SELECT environment_key, environment_json FROM runs").fetchall() == [(None, None)]
