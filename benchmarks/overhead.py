@@ -38,9 +38,9 @@ def direct_sb3(workload: Any) -> float:
     """SB3 called directly with the configuration the adapter builds; seconds in ``learn``."""
     import stable_baselines3
     import torch
+    from rlcompare_sb3 import ACTIVATIONS, StableBaselines3Adapter
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from rlcompare_sb3 import ACTIVATIONS, StableBaselines3Adapter
     from rlcompare.envs import make_env
 
     torch.set_num_threads(workload.parallelism.threads_per_worker)
@@ -61,8 +61,8 @@ def direct_rllib(workload: Any) -> float:
     seconds in the ``train()`` loop until the budget is sampled."""
     import ray
     from ray.tune.registry import register_env
-
     from rlcompare_rllib import RLlibAdapter, start_ray
+
     from rlcompare.envs import make_env
 
     start_ray(workload)  # the same cluster the adapter starts

@@ -14,8 +14,8 @@ from typing import Any
 
 import pluggy
 import pytest
-
 import rlcompare_criteria.development as development
+
 from rlcompare.adapter import Adapter, Capabilities
 from rlcompare.criteria_api import ALL_WORKLOADS, MeasurementCache, ScoringData
 from rlcompare.plugins import Plugins, Register
