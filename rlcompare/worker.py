@@ -29,8 +29,9 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     from rlcompare.plugins import build_plugin_manager
     from rlcompare.workload import workload_from_dict
 
+    plugins = build_plugin_manager()  # first: the workload may name a plugin's algorithm family
     workload = workload_from_dict(spec["workload"], f"run {spec['run_id']}")
-    adapter = build_plugin_manager().adapter(spec["adapter"])
+    adapter = plugins.adapter(spec["adapter"])
     result: dict[str, Any] = {
         "run_id": spec["run_id"],
         "status": "failed",
