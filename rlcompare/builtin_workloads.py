@@ -69,11 +69,11 @@ CLASSIC: list[dict[str, Any]] = [
     {
         # Evolution strategies on the same env-step budget as cartpole-ppo. A small policy network
         # (ES searches its parameters: fewer of them, faster search) and a small population, so
-        # that enough generations fit the budget: a generation of 20 full episodes is 10,000 steps.
-        "id": "cartpole-es", "description": "CartPole-v1 evolution strategies, population 20, one env",
+        # that enough generations fit the budget: a generation of 10 full episodes is 5,000 steps.
+        "id": "cartpole-es", "description": "CartPole-v1 evolution strategies, population 10, one env",
         "env": "CartPole-v1", "algorithm": "ES", "env_steps": 100_000, "seeds": 3,
         "network": {"hidden_sizes": [16], "activation": "tanh"},
-        "hyperparameters": {"population_size": 20, "sigma": 0.1, "learning_rate": 0.1,
+        "hyperparameters": {"population_size": 10, "sigma": 0.1, "learning_rate": 0.1,
                             "antithetic": True, "centered_ranks": True, "episodes_per_candidate": 1},
         "evaluation": {"interval_steps": 10_000}, "success_threshold": 475.0,
     },

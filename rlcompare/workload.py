@@ -1,7 +1,8 @@
 """The library-neutral workload spec: what to train, on what, for how long, judged how.
 
-A workload names a Gymnasium environment, a canonical algorithm, a budget of environment steps,
-seeds, parallelism, the network and canonical hyperparameters, the evaluation protocol and a success
+A workload names a Gymnasium environment, an algorithm family (:mod:`rlcompare.algorithms`: the
+built-in PPO, A2C, DQN, SAC, ES or a plugin's), a budget of environment steps, seeds, parallelism,
+the network and the family's canonical hyperparameters, the evaluation protocol and a success
 threshold. Adapters translate it into their framework's own configuration and report, setting by
 setting, how faithfully they could (see :mod:`rlcompare.fidelity`). Specs are validated before
 anything runs; a file that does not validate raises :class:`InvalidWorkloadError` naming the field.
@@ -31,13 +32,6 @@ from pydantic import (
 )
 
 from rlcompare import algorithms
-from rlcompare.builtin_algorithms import (
-    A2CHyperparameters,
-    DQNHyperparameters,
-    ESHyperparameters,
-    PPOHyperparameters,
-    SACHyperparameters,
-)
 from rlcompare.errors import InvalidWorkloadError, UnknownNameError
 from rlcompare.limits import COUNTER_SLOTS
 
@@ -67,15 +61,8 @@ class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
-# The canonical hyperparameter models live with their algorithm families (rlcompare.algorithms);
-# the built-in ones are re-exported here for readers that import them from this module.
-HYPERPARAMETER_MODELS: dict[str, type[BaseModel]] = {
-    "PPO": PPOHyperparameters,
-    "A2C": A2CHyperparameters,
-    "DQN": DQNHyperparameters,
-    "SAC": SACHyperparameters,
-    "ES": ESHyperparameters,
-}
+# The canonical hyperparameter models live with their algorithm families (rlcompare.algorithms;
+# the built-in ones in rlcompare.builtin_algorithms): a workload validates against its family's.
 
 
 class Parallelism(_Spec):

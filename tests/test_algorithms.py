@@ -291,3 +291,41 @@ def test_known_families_follow_the_latest_plugin_manager(cem_plugin: Path) -> No
     build_plugin_manager(autoload=False)
     assert "CEM" not in known_families() and algorithms._plugins_loaded
     assert set(known_families()) == {"PPO", "A2C", "DQN", "SAC", "ES"}
+
+
+# -- scoring and reports ------------------------------------------------------------------------------
+
+
+def test_an_es_workload_is_scored_and_reported_next_to_gradient_ones(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from rlcompare import score_cli
+    from rlcompare.cli import main
+    from rlcompare.reporting import cli as reporting_cli
+    from tests.reporting_support import REPORT_BUILTINS
+    from tests.test_criteria_support import curve, run_record, workload_spec, write_store
+
+    ppo = workload_spec("cart-ppo", threshold=100.0)
+    es = {**workload_spec("cart-es", algorithm="ES", threshold=100.0), "hyperparameters": {"population_size": 4}}
+    runs = []
+    for adapter, spec, speed in (("alpha", ppo, 1.0), ("beta", ppo, 2.0), ("alpha", es, 0.5)):
+        for seed in range(3):
+            runs.append((run_record(spec, adapter, seed, final_return=95.0 + seed, throughput=1000.0 * speed,
+                                    startup=1.0, training=10.0 / speed),
+                         curve([(0, 0.0, 10.0), (500, 1.0 / speed, 60.0), (1000, 2.0 / speed, 100.0 + seed)])))
+    store = write_store(tmp_path / "runs.db", runs)
+    plugins = lambda: build_plugin_manager(builtins=REPORT_BUILTINS, autoload=False)  # noqa: E731
+    monkeypatch.setattr(score_cli, "load_plugins", plugins)
+    monkeypatch.setattr(reporting_cli, "load_plugins", plugins)
+
+    assert main(["score", "--store", str(store), "--json", "--reps", "100"]) == 0
+    scored = json.loads(capsys.readouterr().out)
+    assert {"cart-ppo", "cart-es"} <= set(json.dumps(scored).replace('"', " ").split())
+
+    out = tmp_path / "report"
+    assert main(["report", "--store", str(store), "--out", str(out), "--format", "md,csv", "--reps", "100"]) == 0
+    text = (out / "rlcompare-report.md").read_text()
+    assert "environment CartPole-v1, algorithm ES (evolutionary), budget 1,000 env steps" in text
+    assert "environment CartPole-v1, algorithm PPO (gradient), budget 1,000 env steps" in text
+    table = next(out.rglob("workloads.csv")).read_text().splitlines()
+    assert table[0].split(",")[:5] == ["workload", "description", "env", "algorithm", "family"]
+    assert any(line.startswith("cart-es,") and ",ES,evolutionary," in line for line in table)
