@@ -47,7 +47,12 @@ class Capabilities:
         if workload.algorithm not in self.algorithms:
             return f"algorithm {workload.algorithm} is not offered (offers {', '.join(sorted(self.algorithms))})"
         if action_space is not None:
-            allowed = self.algorithm_action_spaces.get(workload.algorithm, self.action_spaces)
+            # the adapter's own narrowing for this algorithm, else what the family can act in
+            allowed = self.algorithm_action_spaces.get(
+                workload.algorithm, self.action_spaces & workload.family.action_spaces)
+            if not allowed:
+                return (f"{workload.algorithm} acts in {', '.join(sorted(workload.family.action_spaces))} action "
+                        f"spaces, this adapter in {', '.join(sorted(self.action_spaces))} only")
             if action_space not in allowed:
                 return (f"{workload.algorithm} runs on {', '.join(sorted(allowed))} action spaces only, "
                         f"{workload.env} has {action_space}")

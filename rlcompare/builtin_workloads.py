@@ -67,6 +67,17 @@ CLASSIC: list[dict[str, Any]] = [
         "evaluation": {"interval_steps": 10_000}, "success_threshold": -100.0,
     },
     {
+        # Evolution strategies on the same env-step budget as cartpole-ppo. A small policy network
+        # (ES searches its parameters: fewer of them, faster search) and a small population, so
+        # that enough generations fit the budget: a generation of 10 full episodes is 5,000 steps.
+        "id": "cartpole-es", "description": "CartPole-v1 evolution strategies, population 10, one env",
+        "env": "CartPole-v1", "algorithm": "ES", "env_steps": 100_000, "seeds": 3,
+        "network": {"hidden_sizes": [16], "activation": "tanh"},
+        "hyperparameters": {"population_size": 10, "sigma": 0.1, "learning_rate": 0.1,
+                            "antithetic": True, "centered_ranks": True, "episodes_per_candidate": 1},
+        "evaluation": {"interval_steps": 10_000}, "success_threshold": 475.0,
+    },
+    {
         "id": "pendulum-sac", "description": "Pendulum-v1 SAC, one env",
         "env": "Pendulum-v1", "algorithm": "SAC", "env_steps": 20_000, "seeds": 3,
         "network": {"hidden_sizes": [256, 256], "activation": "relu"},
@@ -103,6 +114,6 @@ def rlcompare_register_workloads(register: Any) -> None:
         register.add_workload(workload)
     register.add_suite("quick", ["cartpole-ppo-quick"], "CartPole-v1 PPO with every adapter; about a minute per run")
     register.add_suite("classic", [spec["id"] for spec in CLASSIC],
-                       "CartPole PPO/A2C/DQN, Acrobot DQN, Pendulum SAC; 3 seeds")
+                       "CartPole PPO/A2C/DQN/ES, Acrobot DQN, Pendulum SAC; 3 seeds")
     register.add_suite("scaling", [spec["id"] for spec in SCALING],
                        "PPO on a calibrated-cost CartPole at 1, 2 and 4 rollout workers (same 512-step rollouts)")

@@ -91,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     listing = commands.add_parser("list", help="list adapters, criteria, workloads, suites or report formats")
-    listing.add_argument("kind", choices=("adapters", "criteria", "workloads", "suites", "formats", "backends"))
+    listing.add_argument("kind", choices=(
+        "adapters", "algorithms", "criteria", "workloads", "suites", "formats", "backends"))
     listing.add_argument("--json", action="store_true", help="machine-readable output")
 
     doctor = commands.add_parser("doctor", help="which adapters import, library versions, host")
@@ -190,6 +191,19 @@ def cmd_list(args: argparse.Namespace) -> int:
         else:
             _table("workloads", ("id", "env", "algorithm", "env steps", "seeds", "description"),
                    [(w["id"], w["env"], w["algorithm"], w["env_steps"], w["seeds"], w["description"]) for w in data])
+    elif args.kind == "algorithms":
+        rows = []
+        for name, family in sorted(plugins.algorithms.items()):
+            origin = plugins.origin("algorithm", name)
+            rows.append({**family.to_dict(), "plugin": origin.plugin, "distribution": origin.distribution,
+                         "version": origin.version})
+        if args.json:
+            _print_json(rows)
+        else:
+            _table("algorithms", ("name", "kind", "action spaces", "budget per", "plugin", "description"),
+                   [(r["name"], r["kind"], ",".join(r["action_spaces"]), r["granularity"],
+                     f"{r['plugin']} ({r['distribution'] or '?'} {r['version'] or ''})", r["description"])
+                    for r in rows])
     elif args.kind == "formats":
         from rlcompare.reporting.cli import list_formats
 

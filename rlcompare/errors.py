@@ -36,7 +36,8 @@ class UnknownNameError(UsageError):
         known = sorted(known)
         self.kind, self.name, self.known = kind, name, known
         message = f"unknown {kind} {name!r}"
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+        same_but_case = [item for item in known if item.casefold() == name.casefold()]
+        close = same_but_case or difflib.get_close_matches(name, known, n=1, cutoff=0.5)
         if close:
             message += f"; did you mean {close[0]!r}?"
         elif known and len(known) <= 8:

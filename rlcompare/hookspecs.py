@@ -52,6 +52,18 @@ else:
 
 
 @hookspec
+def rlcompare_register_algorithms(register: Register) -> None:
+    """Register algorithm families with ``register.add_algorithm(AlgorithmFamily(...))``
+    (:class:`rlcompare.algorithms.AlgorithmFamily`: name, one-line description, canonical
+    hyperparameter model, action spaces, gradient or evolutionary, budget granularity and grain).
+
+    Called before every other registration hook, so a plugin's workloads may name its families.
+    Workloads then validate ``algorithm`` against the registered names and ``hyperparameters``
+    against the family's model; a built-in name (PPO, A2C, DQN, SAC, ES) cannot be taken over.
+    """
+
+
+@hookspec
 def rlcompare_register_adapters(register: Register) -> None:
     """Register adapter classes with ``register.add_adapter(AdapterClass)``.
 

@@ -17,15 +17,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
 
-from rlcompare import hookspecs
+from rlcompare import algorithms, hookspecs
 from rlcompare.errors import PluginError, UnknownNameError
 
 if TYPE_CHECKING:
     from rlcompare.adapter import Adapter
+    from rlcompare.algorithms import AlgorithmFamily
     from rlcompare.workload import Workload
 
 #: Built-in plugin modules, registered exactly like third-party ones.
 BUILTIN_PLUGINS: tuple[str, ...] = (
+    "rlcompare.builtin_algorithms",
     "rlcompare.builtin_frameworks",
     "rlcompare.builtin_workloads",
     "rlcompare_sb3",
@@ -33,6 +35,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "rlcompare_rllib",
     "rlcompare_torchrl",
     "rlcompare_skrl",
+    "rlcompare_evotorch",
     "rlcompare_criteria.performance",
     "rlcompare_criteria.development",
     "rlcompare.reporting.builtin_formats",
@@ -82,6 +85,7 @@ class Register:
     over, whichever loads first) and one error names both plugins and their distributions.
     """
 
+    algorithms: dict[str, AlgorithmFamily] = field(default_factory=dict)
     adapters: dict[str, type[Adapter]] = field(default_factory=dict)
     workloads: dict[str, Workload] = field(default_factory=dict)
     suites: dict[str, Suite] = field(default_factory=dict)
@@ -118,6 +122,14 @@ class Register:
             return
         table[key] = value
         self.origins[(kind, key)] = self.current
+
+    def add_algorithm(self, family: AlgorithmFamily) -> None:
+        """An :class:`rlcompare.algorithms.AlgorithmFamily`, checked here; workloads may then name it.
+        A plugin registering a built-in family's name clashes with the built-in, which stays."""
+        from rlcompare.algorithms import check_family_for_plugin
+
+        check_family_for_plugin(family, self.current.plugin)
+        self._add("algorithm", self.algorithms, family.name, family)
 
     def add_adapter(self, adapter_class: type[Adapter]) -> None:
         from rlcompare.adapter import check_adapter_class
@@ -159,6 +171,13 @@ class Plugins:
     manager: pluggy.PluginManager
     register: Register
     errors: list[PluginError]
+
+    @property
+    def algorithms(self) -> dict[str, AlgorithmFamily]:
+        """Every family workloads may name: the registered ones and the built-ins."""
+        from rlcompare.algorithms import known_families
+
+        return known_families()
 
     @property
     def adapters(self) -> dict[str, type[Adapter]]:
@@ -230,7 +249,13 @@ def build_plugin_manager(
     autoload: bool | None = None,
 ) -> Plugins:
     """Build the plugin manager: hook specs, built-ins, entry points, ``check_pending()``,
-    then run every registration hook, one plugin at a time so that one bad plugin spoils nothing."""
+    then run every registration hook, one plugin at a time so that one bad plugin spoils nothing.
+    The algorithm families it registers become the ones workloads in this process validate against."""
+    with algorithms.loading_plugins():
+        return _build_plugin_manager(builtins, autoload)
+
+
+def _build_plugin_manager(builtins: Iterable[str], autoload: bool | None) -> Plugins:
     manager = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     manager.add_hookspecs(hookspecs)
     errors: list[PluginError] = []
@@ -273,6 +298,7 @@ def build_plugin_manager(
 
     register = Register()
     for hook_name in (
+        "rlcompare_register_algorithms",  # first: workloads registered below may name these
         "rlcompare_register_frameworks",
         "rlcompare_register_adapters",
         "rlcompare_register_workloads",
@@ -289,6 +315,8 @@ def build_plugin_manager(
                 errors.append(error)
             except Exception as exc:  # noqa: BLE001 - reported by `doctor` and `list`
                 errors.append(PluginError(impl.plugin_name, f"{hook_name}: {type(exc).__name__}: {exc}"))
+        if hook_name == "rlcompare_register_algorithms":
+            algorithms.install(register.algorithms)
     register.current = Origin("?")
     errors.extend(register.errors)
     return Plugins(manager=manager, register=register, errors=errors)

@@ -47,13 +47,14 @@ class BudgetTolerance:
 
     @classmethod
     def for_workload(cls, workload: Workload) -> BudgetTolerance:
-        """The default: one rollout (on-policy) or one update interval (off-policy) of every env,
-        twice that with asynchronous sampling (one more batch in flight)."""
+        """The default: one unit of the workload's algorithm family, as the family declares it (one
+        rollout of every env for on-policy methods, one update interval for off-policy ones, one
+        generation for evolutionary ones), twice that with asynchronous sampling (one more batch
+        in flight)."""
         steps = workload.rollout_env_steps
         if workload.parallelism.mode == "async":
             steps *= 2
-        granularity = "rollout" if hasattr(workload.hyperparameters, "rollout_steps") else "update"
-        return cls(granularity, steps, steps)
+        return cls(workload.family.granularity, steps, steps)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

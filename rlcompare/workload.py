@@ -1,7 +1,8 @@
 """The library-neutral workload spec: what to train, on what, for how long, judged how.
 
-A workload names a Gymnasium environment, a canonical algorithm, a budget of environment steps,
-seeds, parallelism, the network and canonical hyperparameters, the evaluation protocol and a success
+A workload names a Gymnasium environment, an algorithm family (:mod:`rlcompare.algorithms`: the
+built-in PPO, A2C, DQN, SAC, ES or a plugin's), a budget of environment steps, seeds, parallelism,
+the network and the family's canonical hyperparameters, the evaluation protocol and a success
 threshold. Adapters translate it into their framework's own configuration and report, setting by
 setting, how faithfully they could (see :mod:`rlcompare.fidelity`). Specs are validated before
 anything runs; a file that does not validate raises :class:`InvalidWorkloadError` naming the field.
@@ -17,14 +18,27 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    Strict,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
+from rlcompare import algorithms
 from rlcompare.errors import InvalidWorkloadError, UnknownNameError
 from rlcompare.limits import COUNTER_SLOTS
 
 SPEC_VERSION = 1
+#: The built-in gradient-based families (the reference set of the algorithm-coverage criterion);
+#: every family a workload may name is in :func:`rlcompare.algorithms.known_families`.
 ALGORITHMS = ("PPO", "A2C", "DQN", "SAC")
-Algorithm = Literal["PPO", "A2C", "DQN", "SAC"]
 WORKLOAD_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 #: Longest workload id: run ids and run directories are built from it.
 MAX_ID_LENGTH = 64
@@ -47,92 +61,8 @@ class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
-# -------------------------------------------------------------------------------------------------
-# canonical hyperparameters, one model per algorithm; defaults are the common reference values
-# (SB3 / CleanRL) except where noted, and every field says what it means in framework-neutral terms
-# -------------------------------------------------------------------------------------------------
-
-
-class PPOHyperparameters(_Spec):
-    """Proximal Policy Optimization (clipped surrogate objective, GAE)."""
-
-    algorithm: Literal["PPO"] = Field("PPO", exclude=True)
-    learning_rate: Float = Field(3e-4, gt=0, description="Adam step size, constant over training.")
-    gamma: Float = Field(0.99, gt=0, le=1, description="Discount factor.")
-    gae_lambda: Float = Field(0.95, ge=0, le=1, description="GAE lambda.")
-    clip_range: Float = Field(0.2, gt=0, description="Policy ratio clip epsilon.")
-    rollout_steps: Int = Field(128, gt=0, description="Steps collected per environment per update.")
-    minibatch_size: Int = Field(64, gt=0, description="Transitions per gradient step.")
-    epochs: Int = Field(10, gt=0, description="Passes over each rollout.")
-    entropy_coef: Float = Field(0.0, ge=0, description="Entropy bonus coefficient.")
-    value_coef: Float = Field(0.5, ge=0, description="Value-loss coefficient.")
-    max_grad_norm: Float = Field(0.5, gt=0, description="Global gradient-norm clip.")
-    normalize_advantage: Bool = Field(True, description="Normalize advantages per minibatch.")
-
-
-class A2CHyperparameters(_Spec):
-    """Advantage Actor-Critic (synchronous)."""
-
-    algorithm: Literal["A2C"] = Field("A2C", exclude=True)
-    learning_rate: Float = Field(7e-4, gt=0, description="Optimizer step size, constant.")
-    optimizer: Literal["adam", "rmsprop"] = Field(
-        "adam", description="Optimizer; Adam by default because most frameworks use it for A2C."
-    )
-    gamma: Float = Field(0.99, gt=0, le=1, description="Discount factor.")
-    gae_lambda: Float = Field(1.0, ge=0, le=1, description="GAE lambda (1.0: n-step returns).")
-    rollout_steps: Int = Field(5, gt=0, description="Steps collected per environment per update.")
-    entropy_coef: Float = Field(0.0, ge=0, description="Entropy bonus coefficient.")
-    value_coef: Float = Field(0.5, ge=0, description="Value-loss coefficient.")
-    max_grad_norm: Float = Field(0.5, gt=0, description="Global gradient-norm clip.")
-    normalize_advantage: Bool = Field(False, description="Normalize advantages per update.")
-
-
-class DQNHyperparameters(_Spec):
-    """Deep Q-Network with a target network and an epsilon-greedy schedule."""
-
-    algorithm: Literal["DQN"] = Field("DQN", exclude=True)
-    learning_rate: Float = Field(1e-4, gt=0, description="Adam step size, constant.")
-    gamma: Float = Field(0.99, gt=0, le=1, description="Discount factor.")
-    buffer_size: Int = Field(100_000, gt=0, description="Replay buffer capacity in transitions.")
-    learning_starts: Int = Field(1_000, ge=0, description="Env steps before the first update.")
-    minibatch_size: Int = Field(64, gt=0, description="Transitions per gradient step.")
-    train_every: Int = Field(4, gt=0, description="Env steps between updates.")
-    gradient_steps: Int = Field(1, gt=0, description="Gradient steps per update.")
-    target_update_interval: Int = Field(1_000, gt=0, description="Env steps between target syncs.")
-    exploration_initial_eps: Float = Field(1.0, ge=0, le=1, description="Initial epsilon.")
-    exploration_final_eps: Float = Field(0.05, ge=0, le=1, description="Final epsilon.")
-    exploration_fraction: Float = Field(
-        0.1, gt=0, le=1, description="Share of the budget over which epsilon decays linearly."
-    )
-    max_grad_norm: Float = Field(10.0, gt=0, description="Global gradient-norm clip.")
-    double_q: Bool = Field(False, description="Double Q-learning targets.")
-
-
-class SACHyperparameters(_Spec):
-    """Soft Actor-Critic with automatic entropy tuning by default."""
-
-    algorithm: Literal["SAC"] = Field("SAC", exclude=True)
-    learning_rate: Float = Field(3e-4, gt=0, description="Adam step size for actor, critics, alpha.")
-    gamma: Float = Field(0.99, gt=0, le=1, description="Discount factor.")
-    buffer_size: Int = Field(1_000_000, gt=0, description="Replay buffer capacity in transitions.")
-    learning_starts: Int = Field(100, ge=0, description="Env steps before the first update.")
-    minibatch_size: Int = Field(256, gt=0, description="Transitions per gradient step.")
-    tau: Float = Field(0.005, gt=0, le=1, description="Polyak coefficient for target critics.")
-    train_every: Int = Field(1, gt=0, description="Env steps between updates.")
-    gradient_steps: Int = Field(1, gt=0, description="Gradient steps per update.")
-    entropy_coef: Float | Literal["auto"] = Field("auto", description="Fixed alpha, or 'auto'.")
-
-
-Hyperparameters = Annotated[
-    PPOHyperparameters | A2CHyperparameters | DQNHyperparameters | SACHyperparameters,
-    Field(discriminator="algorithm"),
-]
-HYPERPARAMETER_MODELS: dict[str, type[_Spec]] = {
-    "PPO": PPOHyperparameters,
-    "A2C": A2CHyperparameters,
-    "DQN": DQNHyperparameters,
-    "SAC": SACHyperparameters,
-}
+# The canonical hyperparameter models live with their algorithm families (rlcompare.algorithms;
+# the built-in ones in rlcompare.builtin_algorithms): a workload validates against its family's.
 
 
 class Parallelism(_Spec):
@@ -194,28 +124,47 @@ class Workload(_Spec):
     env_kwargs: dict[str, Annotated[Any, Field()]] = Field(
         default_factory=dict, max_length=64, description="Passed to gymnasium.make (checked when planning)."
     )
-    algorithm: Algorithm = Field(description="Canonical algorithm name.")
+    algorithm: str = Field(
+        max_length=64, description="Canonical algorithm family (see `rlcompare list algorithms`)."
+    )
     env_steps: Int = Field(gt=0, le=MAX_ENV_STEPS, description="Training budget in environment steps.")
     seeds: Int = Field(2, gt=0, le=MAX_SEEDS, description="Number of seeds (seed values 0..seeds-1).")
     parallelism: Parallelism = Field(default_factory=Parallelism)
     network: Network = Field(default_factory=Network)
-    hyperparameters: Hyperparameters = Field(description="Canonical hyperparameters.")
+    hyperparameters: SerializeAsAny[BaseModel] = Field(
+        description="Canonical hyperparameters of the algorithm's family (its model says which)."
+    )
     evaluation: Evaluation = Field(default_factory=Evaluation)
     success_threshold: Float | None = Field(
         None, description="Mean evaluation return counted as solving the task."
     )
 
-    @model_validator(mode="before")
+    @field_validator("algorithm")
     @classmethod
-    def _tag_hyperparameters(cls, data: Any) -> Any:
-        # The hyperparameter model is chosen by the workload's algorithm: tag the table with it.
-        if isinstance(data, dict):
-            data = dict(data)
-            raw = data.get("hyperparameters", {})
-            algorithm = data.get("algorithm")
-            if isinstance(raw, dict) and isinstance(algorithm, str) and algorithm in HYPERPARAMETER_MODELS:
-                data["hyperparameters"] = {**raw, "algorithm": data["algorithm"]}
-        return data
+    def _known_algorithm(cls, name: str) -> str:
+        try:
+            algorithms.family(name)
+        except UnknownNameError as exc:
+            raise ValueError(str(exc)) from None
+        return name
+
+    @field_validator("hyperparameters", mode="wrap")
+    @classmethod
+    def _family_hyperparameters(cls, value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
+        # The model is the one the workload's algorithm family declares; errors keep their field
+        # path (hyperparameters.<name>). With an unknown algorithm, that error is the one reported.
+        name = info.data.get("algorithm")
+        if name is None:
+            return value
+        model = algorithms.family(name).hyperparameters
+        if isinstance(value, model):
+            return value
+        if isinstance(value, BaseModel):
+            value = value.model_dump()
+        if isinstance(value, dict) and value.get("algorithm") == name:
+            # the tag older versions kept inside the table: the workload's own algorithm, nothing more
+            value = {key: item for key, item in value.items() if key != "algorithm"}
+        return model.model_validate(value)
 
     @model_validator(mode="after")
     def _consistent(self) -> Workload:
@@ -230,12 +179,16 @@ class Workload(_Spec):
         return self
 
     @property
+    def family(self) -> algorithms.AlgorithmFamily:
+        """The algorithm family this workload names."""
+        return algorithms.family(self.algorithm)
+
+    @property
     def rollout_env_steps(self) -> int:
-        """Env steps between two updates, across every env: one rollout (on-policy) or one update
-        interval (off-policy). The default grain of a run's budget tolerance."""
-        hp = self.hyperparameters
-        per_env = getattr(hp, "rollout_steps", None) or getattr(hp, "train_every", 1)
-        return int(per_env) * self.parallelism.total_envs
+        """Env steps between two updates, across every env: one rollout (on-policy), one update
+        interval (off-policy) or one generation (evolutionary), as the algorithm's family says.
+        The default grain of a run's budget tolerance."""
+        return int(self.family.budget_grain(self))
 
     @property
     def step_count_tolerance(self) -> int:
@@ -292,7 +245,7 @@ def workload_from_dict(data: Any, source: str) -> Workload:
     try:
         return Workload.model_validate(data)
     except ValidationError as exc:
-        raise InvalidWorkloadError(f"{source}: {describe_validation_error(exc)}") from None
+        raise InvalidWorkloadError(f"{source}: {describe_validation_error(exc, data)}") from None
 
 
 def load_workload_file(path: str | Path) -> Workload:
@@ -333,22 +286,19 @@ def read_text_file(path: Path, what: str, error: type[Exception], limit: int = M
         raise error(f"{path}: {what} is not UTF-8 text (byte {exc.start})") from None
 
 
-def describe_validation_error(exc: ValidationError) -> str:
-    """One line for the first error: the dotted field path, what was expected, what was given."""
+def describe_validation_error(exc: ValidationError, data: Any = None) -> str:
+    """One line for the first error: the dotted field path, what was expected, what was given
+    (``data``, the input, lets a misspelled hyperparameter name its family's closest setting)."""
     errors = exc.errors()
     first = errors[0]
     loc = [str(part) for part in first["loc"]]
-    hyper_model: type[BaseModel] | None = None
-    # The discriminated union puts the algorithm tag into the path; users never wrote it.
-    if len(loc) >= 2 and loc[0] == "hyperparameters" and loc[1] in HYPERPARAMETER_MODELS:
-        hyper_model = HYPERPARAMETER_MODELS[loc.pop(1)]
     field = ".".join(loc) or "(top level)"
     kind = first["type"]
     if kind == "missing":
         message = f"field '{field}' is required"
     elif kind == "extra_forbidden":
         message = f"field '{field}' is not a known setting"
-        parent = hyper_model if loc[:-1] == ["hyperparameters"] else _model_at(loc[:-1])
+        parent = _hyperparameter_model(data) if loc[:-1] == ["hyperparameters"] else _model_at(loc[:-1])
         if parent is not None:
             import difflib
 
@@ -365,6 +315,13 @@ def describe_validation_error(exc: ValidationError) -> str:
     if len(errors) > 1:
         message += f" (and {len(errors) - 1} more)"
     return message
+
+
+def _hyperparameter_model(data: Any) -> type[BaseModel] | None:
+    # The model of the family the workload named, when it names a known one.
+    name = data.get("algorithm") if isinstance(data, dict) else None
+    known = algorithms.known_families()
+    return known[name].hyperparameters if isinstance(name, str) and name in known else None
 
 
 def _model_at(loc: list[str]) -> type[BaseModel] | None:

@@ -16,8 +16,10 @@ def test_hyperparameter_mapping_doc_is_current() -> None:
 
 def test_mapping_doc_covers_every_adapter_and_algorithm() -> None:
     text = render()
-    for algorithm in ("PPO", "A2C", "DQN", "SAC"):
+    for algorithm in ("PPO", "A2C", "DQN", "SAC", "ES"):
         assert f"## {algorithm} " in text
-    for adapter in ("`sb3`", "`rllib`", "`tianshou`", "`torchrl`", "`skrl`"):
+    for adapter in ("`sb3`", "`rllib`", "`tianshou`", "`torchrl`", "`skrl`", "`evotorch`"):
         assert adapter in text
     assert "`rllib` refuses A2C" in text
+    assert "`sb3` refuses ES" in text and "`evotorch` refuses PPO" in text
+    assert "`hyperparameters.sigma` | 0.1 |" in text

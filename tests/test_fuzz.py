@@ -19,6 +19,7 @@ import tomli_w
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rlcompare.builtin_algorithms import BUILTIN_FAMILIES
 from rlcompare.cli import main
 from rlcompare.errors import RLCompareError
 from rlcompare.registry import InvalidFrameworkEntryError, framework_entry_from_dict, load_builtin_entries
@@ -261,3 +262,41 @@ def test_generated_command_lines_exit_0_or_2_in_at_most_two_lines(inputs: dict[s
 
     check()
     assert len(tried) >= EXAMPLES  # every generated command line was really run
+
+
+# -- algorithm families ---------------------------------------------------------------------------------
+
+FAMILY_NAMES = [family.name for family in BUILTIN_FAMILIES]
+HYPERPARAMETER_NAMES = sorted({name for family in BUILTIN_FAMILIES for name in family.hyperparameters.model_fields})
+
+
+@FUZZ
+@given(algorithm=st.sampled_from(FAMILY_NAMES) | st.sampled_from(["ppo", "PP0", "EE", "E S", "CEM", ""]) | st.text(max_size=70),
+       hyperparameters=st.dictionaries(st.sampled_from(HYPERPARAMETER_NAMES) | st.text(max_size=12), values, max_size=5))
+def test_any_algorithm_and_hyperparameters_validate_against_the_family_or_name_the_field(
+        algorithm: str, hyperparameters: dict[str, Any]) -> None:
+    from rlcompare.algorithms import known_families
+
+    data = {"id": "fuzz", "env": "CartPole-v1", "algorithm": algorithm, "env_steps": 1000,
+            "hyperparameters": hyperparameters}
+    try:
+        workload = workload_from_dict(data, "fuzz")
+    except RLCompareError as error:
+        _one_line(error)
+        text = str(error)
+        if algorithm not in known_families():
+            assert "field 'algorithm'" in text
+            if algorithm in ("ppo", "PP0"):
+                assert "did you mean 'PPO'?" in text
+        else:
+            assert "field 'hyperparameters" in text, text
+        return
+    family = known_families()[algorithm]
+    assert isinstance(workload.hyperparameters, family.hyperparameters)
+    assert set(hyperparameters) <= set(family.hyperparameters.model_fields) | {"algorithm"}
+    for name, value in workload.hyperparameters.model_dump().items():
+        assert getattr(workload.hyperparameters, name) == value
+    # what a run stores reads back as the same workload, digest and all
+    again = workload_from_dict(workload.to_dict(), "stored")
+    assert again.digest == workload.digest and again.hyperparameters == workload.hyperparameters
+    assert workload.rollout_env_steps > 0

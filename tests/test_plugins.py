@@ -44,7 +44,7 @@ def test_autoload_can_be_disabled() -> None:
         env={"PYTHONPATH": _with_path(GOOD_PLUGINS), "RLCOMPARE_DISABLE_PLUGIN_AUTOLOAD": "1"},
     )
     assert result.returncode == 0, result.stderr
-    assert [row["id"] for row in json.loads(result.stdout)] == ["rllib", "sb3", "skrl", "tianshou", "torchrl"]
+    assert [row["id"] for row in json.loads(result.stdout)] == ["evotorch", "rllib", "sb3", "skrl", "tianshou", "torchrl"]
 
 
 def test_plugin_that_fails_to_import_is_reported_and_skipped() -> None:
@@ -96,7 +96,7 @@ def test_duplicate_adapter_id_is_reported(tmp_path: Path, monkeypatch: pytest.Mo
     assert "sb3" not in plugins.adapters and "tianshou" in plugins.adapters
 
 
-@pytest.mark.parametrize("kind", ["adapters", "workloads", "suites", "criteria"])
+@pytest.mark.parametrize("kind", ["adapters", "algorithms", "workloads", "suites", "criteria"])
 def test_listing_imports_no_rl_library(kind: str) -> None:
     code = (
         "import sys\nfrom rlcompare.cli import main\n"

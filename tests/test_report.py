@@ -47,8 +47,9 @@ def test_refused_pairs_are_reported_missing_with_reason(fake_plugin: Path, tmp_p
     workload.write_text('env = "Pendulum-v1"\nalgorithm = "DQN"\nenv_steps = 300\nseeds = 1\n'
                         "[hyperparameters]\nlearning_starts = 50\n[evaluation]\nepisodes = 1\n")
     store, out = tmp_path / "runs.db", tmp_path / "reports"
-    # all adapters: sb3 cannot run DQN on a continuous action space, raising and sleepy offer PPO
-    # only; the fake adapter runs it
+    # all adapters: DQN acts in discrete action spaces only (its family says so), so sb3 and the fake
+    # adapter, which offers DQN without narrowing its action spaces, are refused; raising and sleepy
+    # offer PPO only
     assert main(["run", "--workload", str(workload), "--store", str(store), "--timeout", "120"]) == 0
     # scored without the development criteria: measuring every installed framework (cold imports,
     # API introspection) takes a minute and is not what this test is about
@@ -60,4 +61,6 @@ def test_refused_pairs_are_reported_missing_with_reason(fake_plugin: Path, tmp_p
     assert ("- sleepy / pendulum-dqn: refused before running: adapter 'sleepy' cannot run workload "
             "'pendulum-dqn': algorithm DQN is not offered") in text
     assert "| pendulum-dqn | sb3 | refused |" in text  # the fidelity table says so too
-    assert "| 1 | fake | fakefw |" in text
+    assert ("- fake / pendulum-dqn: refused before running: adapter 'fake' cannot run workload 'pendulum-dqn': "
+            "DQN runs on discrete action spaces only, Pendulum-v1 has continuous") in text
+    assert "| pendulum-dqn | fake | refused |" in text

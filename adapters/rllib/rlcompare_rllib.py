@@ -20,6 +20,7 @@ from rlcompare.adapter import Adapter, Capabilities, Fidelity, FidelityEntry, Tr
 from rlcompare.errors import IncompatibleError
 from rlcompare.fidelity import Setting, entry, map_settings, only_if
 from rlcompare.hookspecs import hookimpl
+from rlcompare.local_ray import start_private_ray
 from rlcompare.validity import BudgetTolerance
 
 if TYPE_CHECKING:
@@ -305,28 +306,10 @@ class RLlibAdapter(Adapter):
 
 
 def start_ray(workload: Workload) -> None:
-    """Start the run's private Ray cluster: its own instance (never one `ray start` recorded on this
-    node, e.g. the cluster rlcompare's Ray backend runs this very run on), every process bound to
-    loopback, no dashboard, one CPU per remote env runner plus one for the learner."""
-    # Ray binds its servers to the node address, and on Linux resolves 127.0.0.1 to the host's
-    # address; switched off, the node address stays loopback (read when ray is imported).
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-    import ray
-    from ray._private import ray_constants
-
-    ray_constants.ENABLE_RAY_CLUSTER = False  # in case ray was imported before the variable was set
+    """Start the run's private Ray cluster on loopback (:func:`rlcompare.local_ray.start_private_ray`)
+    with one CPU per remote env runner plus one for the learner."""
     workers = workload.parallelism.workers
-    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a private, single-run cluster on loopback
-    ray.init(
-        address="local",
-        num_cpus=(workers if workers > 1 else 0) + 1,
-        include_dashboard=False,
-        _node_ip_address="127.0.0.1",
-        log_to_driver=False,
-        configure_logging=False,
-        object_store_memory=256 * 2**20,
-    )
+    start_private_ray((workers if workers > 1 else 0) + 1)
 
 
 def _is_plain(value: Any) -> bool:

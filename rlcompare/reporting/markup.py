@@ -165,7 +165,9 @@ def _mark(value: Any) -> str:
 
 
 def _workload_facts(spec: Any) -> list[str]:
-    facts = [f"environment {spec.env}, algorithm {spec.algorithm}, budget {format_number(spec.env_steps)} env steps"]
+    family = f" ({spec.family})" if isinstance(spec.family, str) else ""  # gradient or evolutionary
+    facts = [f"environment {spec.env}, algorithm {spec.algorithm}{family}, "
+             f"budget {format_number(spec.env_steps)} env steps"]
     if spec.workers is not None:
         facts.append(f"parallelism: {spec.workers} worker(s) x {spec.envs_per_worker} env(s), {spec.mode}, "
                      f"{spec.threads_per_worker} torch thread(s) per process")

@@ -148,6 +148,15 @@ def curves_table(curves: pd.DataFrame) -> pd.DataFrame:
     return curves[columns].rename(columns={"workload_id": "workload"}).reset_index(drop=True)
 
 
+def _family_kind(algorithm: Any) -> str | None:
+    """``gradient`` or ``evolutionary`` for a known algorithm family (None for one no longer known):
+    runs of both kinds are compared on the same env-step budget, and the table says which is which."""
+    from rlcompare.algorithms import known_families
+
+    family = known_families().get(algorithm) if isinstance(algorithm, str) else None
+    return family.kind if family is not None else None
+
+
 def workloads_table(runs: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for text in runs.drop_duplicates("workload_id", keep="last")["workload_json"]:
@@ -156,14 +165,15 @@ def workloads_table(runs: pd.DataFrame) -> pd.DataFrame:
         evaluation = spec.get("evaluation") or {}
         rows.append({
             "workload": spec.get("id"), "description": spec.get("description", ""), "env": spec.get("env"),
-            "algorithm": spec.get("algorithm"), "env_steps": spec.get("env_steps"), "seeds": spec.get("seeds"),
+            "algorithm": spec.get("algorithm"), "family": _family_kind(spec.get("algorithm")),
+            "env_steps": spec.get("env_steps"), "seeds": spec.get("seeds"),
             "workers": parallelism.get("workers"), "envs_per_worker": parallelism.get("envs_per_worker"),
             "mode": parallelism.get("mode"), "threads_per_worker": parallelism.get("threads_per_worker"),
             "evaluation_interval": evaluation.get("interval_steps"), "evaluation_episodes": evaluation.get("episodes"),
             "success_threshold": spec.get("success_threshold"),
         })
     rows.sort(key=lambda r: str(r["workload"]))
-    return _frame(rows, ("workload", "description", "env", "algorithm", "env_steps", "seeds", "workers",
+    return _frame(rows, ("workload", "description", "env", "algorithm", "family", "env_steps", "seeds", "workers",
                          "envs_per_worker", "mode", "threads_per_worker", "evaluation_interval",
                          "evaluation_episodes", "success_threshold"))
 
