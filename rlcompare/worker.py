@@ -53,7 +53,7 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     from rlcompare.host import distribution_versions, host_info
     from rlcompare.workload_view import workload_view
 
-    workload = workload_view(spec["workload"])
+    workload = workload_view(spec["workload"], spec.get("workload_derived"))
     adapter = load_adapter_class(spec.get("adapter_class") or "")()
     result: dict[str, Any] = {
         "run_id": spec["run_id"],

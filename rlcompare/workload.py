@@ -202,6 +202,16 @@ class Workload(_Spec):
     def seed_values(self) -> list[int]:
         return list(range(self.seeds))
 
+    def derived(self) -> dict[str, Any]:
+        """What the worker's plain view cannot compute without the algorithm's family (a plugin's,
+        perhaps): written into the run spec by the driver next to the workload."""
+        family = self.family
+        return {
+            "rollout_env_steps": self.rollout_env_steps,
+            "step_count_tolerance": self.step_count_tolerance,
+            "family": {"name": family.name, "kind": family.kind, "granularity": family.granularity},
+        }
+
     def with_seeds(self, seeds: int) -> Workload:
         if not 0 < seeds <= MAX_SEEDS:
             raise InvalidWorkloadError(f"--seeds: expected 1 to {MAX_SEEDS}, got {seeds}")

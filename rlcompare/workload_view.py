@@ -103,25 +103,51 @@ class Hyperparameters(Section):
     __slots__ = ()
 
 
+class Derived(Section):
+    """What the driver derived from the workload's algorithm family (see ``Workload.derived``)."""
+
+    __slots__ = ()
+    _sections = {"family": Section}
+
+
 class WorkloadView(Section):
     """One resolved workload, read-only; what adapters receive inside the worker."""
 
     __slots__ = ()
     _sections = {"parallelism": Parallelism, "network": Section, "evaluation": Section,
-                 "hyperparameters": Hyperparameters}
+                 "hyperparameters": Hyperparameters, "derived": Derived}
+
+    def _derived(self, name: str) -> Any:
+        derived = object.__getattribute__(self, "_values").get("derived")
+        return None if derived is None else object.__getattribute__(derived, "_values").get(name)
+
+    @property
+    def family(self) -> Section:
+        """The algorithm family's name, kind and budget granularity, as the driver resolved them."""
+        family = self._derived("family")
+        if family is None:
+            raise AttributeError("workloadview has no 'family' (the run spec carries no derived values)")
+        return family
 
     @property
     def rollout_env_steps(self) -> int:
-        """Env steps between two updates, across every env (as :attr:`rlcompare.workload.Workload.rollout_env_steps`)."""
+        """Env steps between two updates, across every env (as :attr:`rlcompare.workload.Workload.rollout_env_steps`:
+        the driver resolves it from the algorithm's family; without that, one rollout or update interval)."""
+        resolved = self._derived("rollout_env_steps")
+        if resolved is not None:
+            return int(resolved)
         hp = self.hyperparameters
         per_env = getattr(hp, "rollout_steps", None) or getattr(hp, "train_every", 1)
         return int(per_env) * self.parallelism.total_envs
 
     @property
     def step_count_tolerance(self) -> int:
-        from rlcompare.validity import BudgetTolerance
-
-        return BudgetTolerance.for_workload(self).count_gap_steps  # type: ignore[arg-type]
+        """As :attr:`rlcompare.workload.Workload.step_count_tolerance` (resolved by the driver)."""
+        resolved = self._derived("step_count_tolerance")
+        if resolved is not None:
+            return int(resolved)
+        steps = self.rollout_env_steps
+        return steps * 2 if self.parallelism.mode == "async" else steps
 
     @property
     def seed_values(self) -> list[int]:
@@ -132,8 +158,9 @@ class WorkloadView(Section):
 REQUIRED = ("id", "env", "algorithm", "env_steps", "parallelism", "network", "hyperparameters", "evaluation")
 
 
-def workload_view(data: Mapping[str, Any]) -> WorkloadView:
-    """The read-only view of a resolved workload (as :meth:`rlcompare.workload.Workload.to_dict` writes it)."""
+def workload_view(data: Mapping[str, Any], derived: Mapping[str, Any] | None = None) -> WorkloadView:
+    """The read-only view of a resolved workload (as :meth:`rlcompare.workload.Workload.to_dict` writes it),
+    with the values the driver derived from its algorithm family (:meth:`rlcompare.workload.Workload.derived`)."""
     if not isinstance(data, Mapping):
         raise ValueError(f"a workload must be a table, got {type(data).__name__}")
     missing = [key for key in REQUIRED if key not in data]
@@ -144,4 +171,6 @@ def workload_view(data: Mapping[str, Any]) -> WorkloadView:
     hyperparameters.setdefault("algorithm", values["algorithm"])  # as on the validated model
     values["hyperparameters"] = hyperparameters
     values.setdefault("env_kwargs", {})
+    if derived is not None:
+        values["derived"] = dict(derived)
     return WorkloadView(values)

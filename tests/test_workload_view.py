@@ -24,10 +24,16 @@ CASES = [*WORKLOADS.values(), DQN, SAC]
 
 @pytest.mark.parametrize("workload", CASES, ids=[w.id for w in CASES])
 def test_the_view_answers_every_attribute_as_the_validated_model_does(workload) -> None:
-    view = workload_view(workload.to_dict())
+    view = workload_view(workload.to_dict(), workload.derived())  # as the driver writes the spec
     for name in ("id", "env", "algorithm", "env_steps", "seeds", "success_threshold", "rollout_env_steps",
                  "step_count_tolerance", "seed_values"):
         assert getattr(view, name) == getattr(workload, name), name
+    assert (view.family.name, view.family.kind, view.family.granularity) == (
+        workload.family.name, workload.family.kind, workload.family.granularity)
+    if workload.family.kind == "gradient":  # without the driver's values, the view derives the same
+        bare = workload_view(workload.to_dict())
+        assert (bare.rollout_env_steps, bare.step_count_tolerance) == (
+            workload.rollout_env_steps, workload.step_count_tolerance)
     assert view.env_kwargs == dict(workload.env_kwargs)
     for section in ("parallelism", "network", "evaluation"):
         for name, value in getattr(workload, section).model_dump().items():
@@ -81,8 +87,8 @@ def test_hook_markers_work_where_pluggy_is_missing() -> None:
     assert done.stdout.split() == ["False", "True"]
 
 
-@pytest.mark.parametrize("module_name", ["adapters.sb3", "adapters.tianshou", "adapters.rllib", "adapters.torchrl",
-                                         "adapters.skrl"])
+@pytest.mark.parametrize("module_name", ["rlcompare_sb3", "rlcompare_tianshou", "rlcompare_rllib", "rlcompare_torchrl",
+                                         "rlcompare_skrl"])
 def test_built_in_adapters_map_the_view_as_they_map_the_model(module_name: str) -> None:
     """What an adapter computes inside the worker (from the view) is what the driver computed from
     the validated model: the native settings and the fidelity report."""

@@ -79,6 +79,7 @@ def run_spec(planned: PlannedRun, directory: RunDirectory, launched_at: float) -
         "framework": planned.framework,
         "seed": planned.seed,
         "workload": planned.workload.to_dict(),
+        "workload_derived": planned.workload.derived(),
         "fidelity": list(planned.fidelity),
         "distributions": list(planned.distributions),
         "run_dir": str(directory.path),
