@@ -32,6 +32,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "adapters.rllib",
     "adapters.torchrl",
     "adapters.skrl",
+    "adapters.sample_factory",
     "criteria.performance",
     "criteria.development",
     "rlcompare.reporting.builtin_formats",
