@@ -21,7 +21,7 @@ import pytest
 from adapters.sample_factory import SampleFactoryAdapter, SampleFactoryRun
 from rlcompare.adapter import Fidelity
 from rlcompare.errors import IncompatibleError
-from rlcompare.execution.backend import BackendOptions, Limits
+from rlcompare.execution.backend import RUN_ID_ENV, BackendOptions, Limits
 from rlcompare.execution.driver import Driver
 from rlcompare.execution.local import LocalBackend
 from rlcompare.plan import build_plan
@@ -201,10 +201,14 @@ def sf_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
     store = Store(tmp_path_factory.mktemp("sample-factory") / "runs.db")
     backend = LocalBackend(Limits(900, None), BackendOptions(jobs=2), python=str(python))
     cwd_before = sorted(os.listdir(Path.cwd()))
+    shared_before = _shared_tensor_files()
     summary = Driver(store, backend).run(plan)
     assert [o.status for o in summary.outcomes] == ["ok"] * len(TINY_RUNS), [
         o.record.traceback for o in summary.outcomes]
     assert sorted(os.listdir(Path.cwd())) == cwd_before, "Sample Factory wrote into the working directory"
+    leaked = [name for name in _shared_tensor_files() - shared_before
+              if not Path(f"/proc/{name.split('_')[1]}").exists()]
+    assert leaked == [], "shared-tensor files of finished processes left in /dev/shm"
     return store
 
 
@@ -244,21 +248,29 @@ def test_sample_factory_run_is_valid_counted_and_stored(sf_store: Store, name: s
 @pytest.mark.framework
 @pytest.mark.timeout(1800)
 def test_sample_factory_leaves_no_process_behind(sf_store: Store) -> None:
-    assert len(sf_store.runs_frame()) == len(TINY_RUNS)
-    leftover = subprocess.run(["pgrep", "-f", "sample_factory|rollout_proc|learner_proc|inference_proc"],
-                              capture_output=True, text=True)
-    mine = [pid for pid in leftover.stdout.split() if _descends_from_me(int(pid))]
-    assert mine == []
+    run_ids = set(sf_store.runs_frame()["run_id"])
+    assert len(run_ids) == len(TINY_RUNS)
+    # every process of a run (worker, rollout, inference, learner, env-info) carries its run id, even
+    # one orphaned by a worker that ended before it
+    alive = [pid for pid, run_id in _processes_with_run_ids().items() if run_id in run_ids]
+    assert alive == []
 
 
-def _descends_from_me(pid: int) -> bool:
-    me = os.getpid()
-    while pid > 1:
+def _processes_with_run_ids() -> dict[int, str]:
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
         try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
+            environ = (entry / "environ").read_bytes().split(b"\0")
         except OSError:
-            return False
-        pid = int(stat.rsplit(")", 1)[1].split()[1])
-        if pid == me:
-            return True
-    return False
+            continue
+        for item in environ:
+            if item.startswith(RUN_ID_ENV.encode() + b"="):
+                found[int(entry.name)] = item.split(b"=", 1)[1].decode()
+    return found
+
+
+def _shared_tensor_files() -> set[str]:
+    shm = Path("/dev/shm")
+    return {path.name for path in shm.glob("torch_*_*")} if shm.is_dir() else set()
