@@ -495,7 +495,9 @@ def train_direct(workload: Workload, seed: int, train_dir: Path) -> float:
     try:
         run.build()
         started = time.perf_counter()
-        run.train()
+        # Sample Factory's own check sees the learner's count one iteration late (it runs before
+        # the count is reported); stop where the adapter does, at the budget.
+        run.train(lambda framework_steps: framework_steps >= workload.env_steps)
         return time.perf_counter() - started
     finally:
         run.close()
