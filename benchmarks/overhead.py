@@ -140,8 +140,8 @@ def run_through_rlcompare(adapter: str, steps: int, python: str = sys.executable
     with tempfile.TemporaryDirectory() as scratch, Store(Path(scratch) / "overhead.db") as store:
         outcome = Driver(store, LocalBackend(Limits(), BackendOptions(jobs=1), python=python)).run(plan).outcomes[0]
     if outcome.status != "ok":
-        raise SystemExit(f"{adapter}: run {outcome.status}: {outcome.record.get('error')}")
-    return float(outcome.record["training_seconds"])
+        raise SystemExit(f"{adapter}: run {outcome.status}: {outcome.record.error}")
+    return float(outcome.record.training_seconds)
 
 
 def main() -> None:
