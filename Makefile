@@ -4,7 +4,7 @@ PYTHON ?= python3
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.rlcompare-installed
 # The built-in plugins: each a distribution of its own, installed like any outside package.
-BUILTIN_DISTS := criteria adapters/sb3 adapters/tianshou adapters/rllib adapters/torchrl adapters/skrl adapters/evotorch
+BUILTIN_DISTS := criteria adapters/sb3 adapters/tianshou adapters/rllib adapters/torchrl adapters/skrl adapters/evotorch adapters/sample_factory
 
 .PHONY: install demo test lint bench clean
 

@@ -2,7 +2,8 @@
 settings, 3 seeds x 100k env steps, and the harness's final evaluation returns are printed, with the
 first env step at which an evaluation reached the task's threshold (475).
 
-    python benchmarks/learning_check.py [--adapters sb3,rllib,tianshou,torchrl,skrl,evotorch] [--seeds 3]
+    python benchmarks/learning_check.py [--adapters sb3,rllib,tianshou,torchrl,skrl,evotorch,sample-factory]
+                                        [--seeds 3]
                                         [--steps 100000] [--jobs 2] [--store learning_check.db]
 
 Gradient adapters train the classic suite's ``cartpole-ppo``; evolutionary ones (EvoTorch) its
@@ -23,10 +24,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rlcompare.builtin_workloads import CLASSIC  # noqa: E402
+from rlcompare.execution.backend import BackendOptions, Limits  # noqa: E402
+from rlcompare.execution.driver import Driver  # noqa: E402
+from rlcompare.execution.local import LocalBackend  # noqa: E402
 from rlcompare.plan import Plan, build_plan  # noqa: E402
 from rlcompare.plugins import build_plugin_manager  # noqa: E402
 from rlcompare.progress import ConsoleProgress  # noqa: E402
-from rlcompare.runner import LocalRunner  # noqa: E402
 from rlcompare.store import Store  # noqa: E402
 from rlcompare.workload import workload_from_dict  # noqa: E402
 
@@ -37,7 +40,7 @@ WORKLOAD_BY_ALGORITHM = {"PPO": "cartpole-ppo", "ES": "cartpole-es"}
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--adapters", default="sb3,rllib,tianshou,torchrl,skrl,evotorch")
+    parser.add_argument("--adapters", default="sb3,rllib,tianshou,torchrl,skrl,evotorch,sample-factory")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=100_000)
     parser.add_argument("--jobs", type=int, default=2)
@@ -61,11 +64,15 @@ def main() -> None:
         if algorithm is None:
             raise SystemExit(f"adapter {adapter_id!r} offers none of {', '.join(WORKLOAD_BY_ALGORITHM)}")
         runs_planned += build_plan(plugins, [workloads[algorithm]], [adapter_id]).runs
-    plan = Plan(runs=runs_planned)
+    # an adapter that does not fit this environment (sample-factory: numpy<2, gymnasium<1.0) runs in
+    # its own, built (or reused) here exactly as `rlcompare run` does
+    from rlcompare.environments import place_runs
+
+    plan = place_runs(plugins, Plan(runs=runs_planned), log=lambda message: print(message, file=sys.stderr))
     progress = ConsoleProgress(total=len(plan.runs))
     with Store(args.store) as store:
-        LocalRunner(store, jobs=args.jobs, timeout_seconds=3 * 3600, on_start=progress.started,
-                    on_finish=progress.finished).run(plan, resume=args.resume)
+        backend = LocalBackend(Limits(3 * 3600), BackendOptions(jobs=args.jobs))
+        Driver(store, backend, on_start=progress.started, on_finish=progress.finished).run(plan, resume=args.resume)
         runs = store.runs_frame()
         curves = store.curves_frame()
     print(f"\n# CartPole-v1, {args.steps:,} env steps, final evaluation return (20 episodes, deterministic);")

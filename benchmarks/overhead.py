@@ -1,12 +1,13 @@
 """Training-time overhead of rlcompare: the same training run directly with the framework and
 through rlcompare's runner, in one invocation, alternating to share the machine's noise.
 
-    python benchmarks/overhead.py [--steps 20000] [--repeats 3] [--adapters sb3]
+    python benchmarks/overhead.py [--steps 20000] [--repeats 3] [--adapters sb3] [--python PATH]
 
 Prints, per adapter, the median training seconds of each way and ``ratio`` (rlcompare / direct).
 rlcompare's figure is its stored training time (start-up and evaluation excluded, as in every
 report); the direct figure times the framework's own training call in a fresh interpreter with the
 same configuration, the same thread pinning and no evaluation. Goal: ratio <= 1.05.
+``--python`` runs both ways under another interpreter (sample-factory: its own environment).
 """
 
 from __future__ import annotations
@@ -104,33 +105,43 @@ def direct_skrl(workload: Any) -> float:
     return float(train_direct(workload, 0))
 
 
+def direct_sample_factory(workload: Any) -> float:
+    """Sample Factory through the adapter's own run builder on plain envs, without rlcompare's context."""
+    from rlcompare_sample_factory import train_direct
+
+    with tempfile.TemporaryDirectory() as scratch:
+        return float(train_direct(workload, 0, Path(scratch)))
+
+
 DIRECT = {"sb3": direct_sb3, "rllib": direct_rllib, "tianshou": direct_tianshou, "torchrl": direct_torchrl,
-          "skrl": direct_skrl}
+          "skrl": direct_skrl, "sample-factory": direct_sample_factory}
 
 
-def run_direct(adapter: str, steps: int) -> float:
+def run_direct(adapter: str, steps: int, python: str = sys.executable) -> float:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     result = subprocess.run(
-        [sys.executable, __file__, "--direct-child", adapter, "--steps", str(steps)],
+        [python, __file__, "--direct-child", adapter, "--steps", str(steps)],
         capture_output=True, text=True, env=env, check=True,
     )
     return float(json.loads(result.stdout.strip().splitlines()[-1])["seconds"])
 
 
-def run_through_rlcompare(adapter: str, steps: int) -> float:
+def run_through_rlcompare(adapter: str, steps: int, python: str = sys.executable) -> float:
+    from rlcompare.execution.backend import BackendOptions, Limits
+    from rlcompare.execution.driver import Driver
+    from rlcompare.execution.local import LocalBackend
     from rlcompare.plan import build_plan
     from rlcompare.plugins import build_plugin_manager
-    from rlcompare.runner import LocalRunner
     from rlcompare.store import Store
     from rlcompare.workload import workload_from_dict
 
     workload = workload_from_dict(workload_dict(steps), "overhead")
     plan = build_plan(build_plugin_manager(), [workload], [adapter])
     with tempfile.TemporaryDirectory() as scratch, Store(Path(scratch) / "overhead.db") as store:
-        outcome = LocalRunner(store, jobs=1).run(plan).outcomes[0]
+        outcome = Driver(store, LocalBackend(Limits(), BackendOptions(jobs=1), python=python)).run(plan).outcomes[0]
     if outcome.status != "ok":
-        raise SystemExit(f"{adapter}: run {outcome.status}: {outcome.record.get('error')}")
-    return float(outcome.record["training_seconds"])
+        raise SystemExit(f"{adapter}: run {outcome.status}: {outcome.record.error}")
+    return float(outcome.record.training_seconds)
 
 
 def main() -> None:
@@ -138,6 +149,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--adapters", default=",".join(DIRECT))
+    parser.add_argument("--python", default=sys.executable, help="interpreter both ways run under")
     parser.add_argument("--direct-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.direct_child:
@@ -150,8 +162,8 @@ def main() -> None:
     for adapter in args.adapters.split(","):
         direct, through = [], []
         for _ in range(args.repeats):
-            direct.append(run_direct(adapter, args.steps))
-            through.append(run_through_rlcompare(adapter, args.steps))
+            direct.append(run_direct(adapter, args.steps, args.python))
+            through.append(run_through_rlcompare(adapter, args.steps, args.python))
         d, t = statistics.median(direct), statistics.median(through)
         print(f"{adapter}: direct {d:.2f} s  rlcompare {t:.2f} s  "
               f"(direct {[round(x, 2) for x in direct]}, rlcompare {[round(x, 2) for x in through]})")

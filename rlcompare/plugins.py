@@ -36,6 +36,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "rlcompare_torchrl",
     "rlcompare_skrl",
     "rlcompare_evotorch",
+    "rlcompare_sample_factory",
     "rlcompare_criteria.performance",
     "rlcompare_criteria.development",
     "rlcompare.reporting.builtin_formats",
