@@ -132,6 +132,7 @@ class Workload(_Spec):
     parallelism: Parallelism = Field(default_factory=Parallelism)
     network: Network = Field(default_factory=Network)
     hyperparameters: SerializeAsAny[BaseModel] = Field(
+        default_factory=dict, validate_default=True,  # omitted: every setting at the family's default
         description="Canonical hyperparameters of the algorithm's family (its model says which)."
     )
     evaluation: Evaluation = Field(default_factory=Evaluation)

@@ -329,3 +329,12 @@ def test_an_es_workload_is_scored_and_reported_next_to_gradient_ones(
     table = next(out.rglob("workloads.csv")).read_text().splitlines()
     assert table[0].split(",")[:5] == ["workload", "description", "env", "algorithm", "family"]
     assert any(line.startswith("cart-es,") and ",ES,evolutionary," in line for line in table)
+
+
+@pytest.mark.parametrize("algorithm", ["PPO", "ES"])
+def test_omitted_hyperparameters_are_the_familys_defaults(algorithm: str) -> None:
+    base = {"id": "x", "env": "CartPole-v1", "algorithm": algorithm, "env_steps": 1_000}
+    omitted = workload_from_dict(base, "t")
+    empty = workload_from_dict({**base, "hyperparameters": {}}, "t")
+    assert omitted.hyperparameters == empty.hyperparameters == omitted.family.hyperparameters()
+    assert omitted.digest == empty.digest
