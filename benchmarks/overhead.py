@@ -129,8 +129,8 @@ def run_through_rlcompare(adapter: str, steps: int) -> float:
     with tempfile.TemporaryDirectory() as scratch, Store(Path(scratch) / "overhead.db") as store:
         outcome = LocalRunner(store, jobs=1).run(plan).outcomes[0]
     if outcome.status != "ok":
-        raise SystemExit(f"{adapter}: run {outcome.status}: {outcome.record.get('error')}")
-    return float(outcome.record["training_seconds"])
+        raise SystemExit(f"{adapter}: run {outcome.status}: {outcome.record.error}")
+    return float(outcome.record.training_seconds)
 
 
 def main() -> None:

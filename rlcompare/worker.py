@@ -25,7 +25,7 @@ RESULT_FILE = RESULT
 def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """Train and evaluate one run as ``spec`` says; return the result record."""
     from rlcompare.context import TrainingContext
-    from rlcompare.host import distribution_versions, host_info
+    from rlcompare.host import distribution_versions, host_info, loaded_versions
     from rlcompare.plugins import build_plugin_manager
     from rlcompare.workload import workload_from_dict
 
@@ -57,6 +57,7 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
         context.stop_training()
         result.update(context.summary())
         context.close()
+        result["versions"].update(loaded_versions())  # gymnasium and numpy as imported by this run
     return result
 
 
