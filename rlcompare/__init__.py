@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rlcompare.hookspecs import hookimpl
 
 __version__ = "0.1.0"
 __all__ = ["__version__", "hookimpl"]
 
 
 def __getattr__(name: str) -> Any:
-    # Imported on first use: a run's worker imports ``rlcompare`` without the plugin machinery.
+    # Lazy: a run's worker imports rlcompare's harness modules where pluggy is not installed.
     if name == "hookimpl":
         from rlcompare.hookspecs import hookimpl
 

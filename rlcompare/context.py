@@ -82,7 +82,7 @@ class TrainingContext:
     @property
     def env_steps(self) -> int:
         """Env steps counted by the harness so far, across every process on this host."""
-        return self.counter.totals()[0]
+        return self.counter.steps()
 
     @property
     def budget_reached(self) -> bool:
@@ -141,10 +141,7 @@ class TrainingContext:
     def _evaluate(self, policy: Policy, steps: int, framework_env_steps: int | None) -> None:
         started = time.perf_counter()
         result: EvaluationResult = self._evaluator.evaluate(policy)
-        elapsed = time.perf_counter() - started
-        self.evaluation_seconds += elapsed
-        if self._training_stopped is None:
-            self._evaluation_during_training += elapsed
+        self._exclude(time.perf_counter() - started)
         point = CurvePoint(
             env_steps=steps,
             framework_env_steps=framework_env_steps,
@@ -156,10 +153,20 @@ class TrainingContext:
         )
         self.curve.append(point)
         self._last_evaluated_at = steps
+        # The bookkeeping is the harness's too: excluded from training time like the evaluation.
+        started = time.perf_counter()
+        self.counter.flush()  # the counts behind this point reach the disk with it
         with self.progress_path.open("a", encoding="utf-8") as progress:
             progress.write(json.dumps(asdict(point)) + "\n")
             progress.flush()
             os.fsync(progress.fileno())
+        self._exclude(time.perf_counter() - started)
+
+    def _exclude(self, seconds: float) -> None:
+        """Count ``seconds`` as evaluation time, out of training time."""
+        self.evaluation_seconds += seconds
+        if self._training_stopped is None:
+            self._evaluation_during_training += seconds
 
     def close(self) -> None:
         self._evaluator.close()

@@ -4,12 +4,14 @@ protocol, with the time spent here excluded from training time."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rlcompare.adapter import Policy
 from rlcompare.envs import make_env
+
+if TYPE_CHECKING:  # the worker may run where only numpy and gymnasium are installed
+    from rlcompare.adapter import Policy
 
 
 @dataclass(frozen=True)
@@ -27,7 +29,13 @@ class EvaluationResult:
 
 
 class Evaluator:
-    """Runs ``episodes`` evaluation episodes side by side, one batched policy call per step."""
+    """Runs ``episodes`` evaluation episodes side by side, one batched policy call per step.
+
+    Each episode has its own plain environment, reset once with its own seed and stepped until it
+    ends, never a gymnasium vector env: vector autoreset changed in gymnasium 1.0 (an ended sub-env
+    is reset by the next ``step`` instead of inside the same one), and the ruler must not change
+    with the gymnasium a framework pins.
+    """
 
     def __init__(self, env_id: str, env_kwargs: dict[str, Any], seeds: list[int]) -> None:
         self.seeds = seeds

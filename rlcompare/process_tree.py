@@ -23,7 +23,11 @@ class TreeMonitor:
     def sample(self) -> None:
         try:
             root = psutil.Process(self.root_pid)
-            processes = [root, *root.children(recursive=True)]
+            descendants = _descendant_pids(self.root_pid) if _PROC_CHILDREN else None
+            if descendants is None:
+                processes = [root, *root.children(recursive=True)]
+            else:
+                processes = [root, *_processes(descendants)]
         except psutil.Error:
             processes = [process for process in self.seen.values() if _alive(process)]
         rss = 0
@@ -68,6 +72,42 @@ class TreeMonitor:
 
 #: Every process of a run inherits this variable, so stragglers can be found after the fact.
 RUN_ID_ENV = "RLCOMPARE_RUN_ID"
+
+
+#: Linux lists each thread's children in /proc: walking them costs O(the run's tree), where psutil's
+#: ``children(recursive=True)`` reads every process on the machine (3.4 ms per sample measured on
+#: a 2-core host, ten samples a second, on a core the run may need).
+_PROC_CHILDREN = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+
+
+def _descendant_pids(pid: int) -> list[int]:
+    found: list[int] = []
+    stack = [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            tasks = os.listdir(f"/proc/{current}/task")
+        except OSError:  # exited meanwhile
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{current}/task/{task}/children", encoding="ascii") as handle:
+                    children = [int(child) for child in handle.read().split()]
+            except (OSError, ValueError):  # the thread or process exited meanwhile
+                continue
+            found.extend(children)
+            stack.extend(children)
+    return list(dict.fromkeys(found))
+
+
+def _processes(pids: list[int]) -> list[psutil.Process]:
+    processes = []
+    for pid in pids:
+        try:
+            processes.append(psutil.Process(pid))
+        except psutil.Error:
+            continue
+    return processes
 
 
 def _alive(process: psutil.Process) -> bool:

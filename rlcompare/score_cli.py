@@ -17,6 +17,8 @@ from rlcompare.criteria_api import ALL_WORKLOADS, CriterionValue
 from rlcompare.scoring.profiles import BUILTIN_PROFILES, DEFAULT_PROFILE, WeightProfile, get_profile, load_weights_file
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from rlcompare.plugins import Plugins
     from rlcompare.scoring import ScoreMatrix
 
@@ -85,13 +87,16 @@ def cmd_score(args: argparse.Namespace) -> int:
     """Print the scoring matrix of ``args.store``; returns the exit status."""
     from rlcompare.criteria_api import MeasurementCache
     from rlcompare.scoring import DEFAULT_REPS, ScoringOptions, score_store
+    from rlcompare.scoring.engine import split_stale_runs
     from rlcompare.store import Store
 
     plugins = load_plugins()
     for error in plugins.errors:
         print(f"warning: {error}", file=sys.stderr)
+    from rlcompare.host import mixed_version_warnings
+
     if getattr(args, "bundle", None):
-        matrix = _score_bundle(args, plugins)
+        matrix, runs = _score_bundle(args, plugins)
     else:
         profile = _resolve_profile(args, plugins.criteria)  # bad input fails before the store is read
         seed = getattr(args, "seed", None)
@@ -100,15 +105,20 @@ def cmd_score(args: argparse.Namespace) -> int:
         with Store(args.store) as store:
             store.check_readable()
             matrix = score_store(store, plugins, profile, options, cache=cache)
+            runs = split_stale_runs(store.runs_frame())[0]
+    caveats = mixed_version_warnings(runs, "gymnasium")
     if getattr(args, "json", False):
         print(json.dumps(matrix.to_dict(), indent=2, sort_keys=True, default=str))
+        for caveat in caveats:
+            print(f"warning: {caveat}", file=sys.stderr)
     else:
-        render(matrix)
+        render(matrix, caveats)
     return 0
 
 
-def _score_bundle(args: argparse.Namespace, plugins: Plugins) -> ScoreMatrix:
-    """The matrix of a bundle: its recorded profile and options unless the command line gives them."""
+def _score_bundle(args: argparse.Namespace, plugins: Plugins) -> tuple[ScoreMatrix, pd.DataFrame]:
+    """The matrix of a bundle (its recorded profile and options unless the command line gives
+    them) and the bundle's runs."""
     import dataclasses
 
     from rlcompare.reporting.bundle import read_bundle
@@ -123,7 +133,7 @@ def _score_bundle(args: argparse.Namespace, plugins: Plugins) -> ScoreMatrix:
         options = dataclasses.replace(options, reps=args.reps)
     if getattr(args, "seed", None) is not None:
         options = dataclasses.replace(options, seed=args.seed)
-    return score_inputs(bundle.inputs, plugins, profile, options)
+    return score_inputs(bundle.inputs, plugins, profile, options), bundle.inputs.runs_frame()
 
 
 COMMANDS = {"score": cmd_score}
@@ -191,9 +201,9 @@ def _heading(criterion: Any) -> str:
     return f"{_title(criterion)} ({unit}, {direction} is better)"
 
 
-def render(matrix: ScoreMatrix) -> None:
-    """The matrix as rich tables: scores, performance by workload, development facilitation, and
-    the reasons for missing cells."""
+def render(matrix: ScoreMatrix, caveats: Sequence[str] = ()) -> None:
+    """The matrix as rich tables: scores, performance by workload, development facilitation, the
+    reasons for missing cells, and ``caveats`` on the comparison (e.g. mixed gymnasium versions)."""
     adapters = matrix.adapters
     headers = [f"{a}\n({matrix.frameworks.get(a, '?')})" for a in adapters]
 
@@ -258,6 +268,10 @@ def render(matrix: ScoreMatrix) -> None:
         for item in matrix.left_out:
             where = "" if item["workload"] == ALL_WORKLOADS else f" on {item['workload']}"
             print(f"  {item['criterion']}{where}: {item['reason']}")
+    if caveats:
+        print("\nWarning: runs on different gymnasium versions:")
+        for caveat in caveats:
+            print(f"  {caveat}")
     print("\nRanks: by the number of workloads with a valid result, then by overall score.")
     for error in matrix.errors:
         print(f"error: {error}", file=sys.stderr)

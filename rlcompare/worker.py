@@ -50,7 +50,7 @@ def load_adapter_class(reference: str) -> type[Adapter]:
 def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """Train and evaluate one run as ``spec`` says; return the result record."""
     from rlcompare.context import TrainingContext
-    from rlcompare.host import distribution_versions, host_info
+    from rlcompare.host import distribution_versions, host_info, loaded_versions
     from rlcompare.workload_view import workload_view
 
     workload = workload_view(spec["workload"], spec.get("workload_derived"))
@@ -81,6 +81,7 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
         context.stop_training()
         result.update(context.summary())
         context.close()
+        result["versions"].update(loaded_versions())  # gymnasium and numpy as imported by this run
     return result
 
 

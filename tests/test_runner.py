@@ -8,6 +8,8 @@ import sqlite3
 import time
 from pathlib import Path
 
+import gymnasium
+import numpy
 import psutil
 import pytest
 
@@ -53,7 +55,8 @@ def test_failing_adapter_is_stored_as_failed_and_the_others_finish(
     assert fake["framework_env_steps"] == fake["env_steps"]
     assert fake["throughput"] == pytest.approx(fake["env_steps"] / fake["training_seconds"])
     assert fake["startup_seconds"] > 0 and fake["evaluation_seconds"] > 0 and fake["peak_rss_bytes"] > 0
-    assert json.loads(fake["versions_json"])["numpy"]
+    versions = json.loads(fake["versions_json"])
+    assert versions["numpy"] == numpy.__version__ and versions["gymnasium"] == gymnasium.__version__
     assert json.loads(fake["host_json"])["fingerprint"] == fake["host_fingerprint"]
     fake_curve = curves[curves["run_id"] == "tiny__fake__s1"]
     # evaluated at the start, every 200 steps and at the end

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlcompare.criteria_api import ALL_WORKLOADS
 from rlcompare.reporting.escape import Safe, latex, markdown
-from rlcompare.reporting.tables import FRAMEWORK_FACTS, missing_reasons
+from rlcompare.reporting.tables import FRAMEWORK_FACTS, gymnasium_warnings, missing_reasons
 from rlcompare.score_cli import format_number
 
 if TYPE_CHECKING:
@@ -150,6 +150,7 @@ def report_view(report: Report) -> dict[str, Any]:
         "imputed": sorted({(i["adapter"], i["workload"]) for i in matrix.imputed}), "left_out": matrix.left_out,
         "errors": matrix.errors, "fidelity": fidelity_rows, "fidelity_summary": summary,
         "versions": sorted(versions.items()), "hosts": report.table("hosts").to_dict("records"),
+        "gymnasium_warnings": gymnasium_warnings(report.runs),
         "frameworks": report.table("frameworks").to_dict("records"), "framework_facts": FRAMEWORK_FACTS,
         "framework_ids": report.frameworks, "evidence": evidence, "features": feature_rows,
         "commands": report.commands, "criteria": report.table("criteria").to_dict("records"),

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rlcompare.criteria_api import ALL_WORKLOADS
+from rlcompare.host import mixed_version_warnings
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -223,6 +224,11 @@ def versions_table(runs: pd.DataFrame) -> pd.DataFrame:
             rows[(adapter, name)] = version
     return _frame([{"adapter": a, "distribution": d, "version": v} for (a, d), v in sorted(rows.items())],
                   ("adapter", "distribution", "version"))
+
+
+def gymnasium_warnings(runs: pd.DataFrame) -> list[str]:
+    """One line per workload whose runs used different gymnasium versions (empty when they agree)."""
+    return mixed_version_warnings(runs, "gymnasium")
 
 
 def hosts_table(runs: pd.DataFrame) -> pd.DataFrame:
