@@ -247,6 +247,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     import importlib
     import time
 
+    from rlcompare.environments.manager import isolation_reason
     from rlcompare.host import distribution_versions, host_info
     from rlcompare.plugins import build_plugin_manager
 
@@ -254,8 +255,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     adapters = []
     for adapter_id, adapter_class in sorted(plugins.adapters.items()):
         adapter = adapter_class()
+        isolated = isolation_reason(adapter_class)
         entry: dict[str, Any] = {"id": adapter_id, "framework": adapter.framework, "importable": True,
-                                 "error": None, "import_seconds": None}
+                                 "error": None, "import_seconds": None, "own_environment": isolated}
+        if isolated is not None:
+            # it never runs here: its framework lives in its own environment (`rlcompare env build ID`)
+            entry.update(importable=None, versions={})
+            adapters.append(entry)
+            continue
         if adapter.import_name:
             started = time.perf_counter()
             try:
@@ -277,8 +284,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(f"host {host['fingerprint']}: {host['cpu_model']}, {host['usable_cpus']} usable CPUs, "
           f"Python {host['python']}, {host['system']}")
     _table("adapters", ("id", "framework", "imports", "versions", "error"),
-           [(a["id"], a["framework"], "yes" if a["importable"] else "NO",
-             ", ".join(f"{k} {v}" for k, v in a["versions"].items()), a["error"]) for a in adapters])
+           [(a["id"], a["framework"],
+             "own env" if a["importable"] is None else "yes" if a["importable"] else "NO",
+             ", ".join(f"{k} {v}" for k, v in a["versions"].items())
+             or f"runs in its own environment ({a['own_environment']}): rlcompare env build {a['id']}",
+             a["error"]) for a in adapters])
     for error in report["plugin_errors"]:
         print(f"plugin error: {error}")
     return 0

@@ -59,6 +59,10 @@ def test_plugin_that_fails_to_import_is_reported_and_skipped() -> None:
     report = json.loads(doctor.stdout)
     assert any("brokenfw" in error for error in report["plugin_errors"])
     assert {a["id"] for a in report["adapters"]} >= {"sb3", "fake"}
+    # an adapter that never runs in this environment is reported as such, not as a failed import
+    by_id = {a["id"]: a for a in report["adapters"]}
+    assert by_id["sample-factory"]["importable"] is None and by_id["sample-factory"]["own_environment"]
+    assert by_id["sb3"]["importable"] is True and by_id["sb3"]["own_environment"] is None
 
 
 def test_misspelled_hook_fails_its_own_plugin_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

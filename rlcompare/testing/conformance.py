@@ -177,6 +177,10 @@ class Subject:
             plan = build_plan(self.kit.plugins, [self.workload], [self.adapter_id])
         except IncompatibleError as refusal:
             raise ConformanceFailure(f"`rlcompare plan` refuses the tiny workload: {refusal}") from None
+        # an adapter that does not fit this environment runs in its own, as under `rlcompare run`
+        from rlcompare.environments import place_runs
+
+        plan = place_runs(self.kit.plugins, plan)
         backend = ProbingBackend(Limits(self.kit.timeout_seconds), BackendOptions(jobs=1), probe_path=probe_path)
         with Store(store_path) as store:
             store.check_writable()
