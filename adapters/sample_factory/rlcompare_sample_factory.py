@@ -262,6 +262,7 @@ class SampleFactoryAdapter(Adapter):
             context.start_training()
 
             def on_learner_steps(framework_steps: int) -> bool:
+                run.remember_model()
                 if run.policy_ready:
                     context.checkpoint(run.policy_fn(context.deterministic), framework_steps)
                 return context.budget_reached
@@ -332,6 +333,10 @@ class SampleFactoryRun:
         self.env_steps = 0
         self._client: Any = None
         self._local_model: Any = None
+        #: The trained model, copied out before Sample Factory's processes stop: the policy handed to
+        #: the harness must keep working after training (the final evaluation may come later).
+        self._final_model: Any = None
+        self._last_model: Any = None
 
     @property
     def native(self) -> dict[str, Any]:
@@ -369,8 +374,10 @@ class SampleFactoryRun:
 
     @property
     def policy_ready(self) -> bool:
+        if self._final_model is not None:
+            return True
         if self.cfg.serial_mode:
-            learner = self.runner.learners[0].learner
+            learner = getattr(self.runner.learners[0], "learner", None)  # gone once the runner stopped
             return getattr(learner, "actor_critic", None) is not None
         return self._client is not None and self._client.latest_policy_version >= 0
 
@@ -415,10 +422,20 @@ class SampleFactoryRun:
         learner_worker.model_initialized.connect(self._receiver.on_model_initialized)
 
     def _model(self) -> Any:
+        if self._final_model is not None:
+            return self._final_model
         if self.cfg.serial_mode:
-            return self.runner.learners[0].learner.actor_critic
-        self._client.ensure_weights_updated()
-        return self._client.actor_critic
+            model = self.runner.learners[0].learner.actor_critic
+        else:
+            self._client.ensure_weights_updated()
+            model = self._client.actor_critic
+        self._last_model = model  # the learner updates it in place; kept for after the runner stops
+        return model
+
+    def remember_model(self) -> None:
+        """Keep a reference to the current model (cheap), so the policy outlives the runner."""
+        if self.policy_ready:
+            self._model()
 
     def policy_fn(self, deterministic: bool) -> Callable[[np.ndarray], np.ndarray]:
         import gymnasium
@@ -449,6 +466,16 @@ class SampleFactoryRun:
         """Stop every process Sample Factory started, whatever state the run ended in."""
         if self.runner is None:
             return
+        if self._final_model is None:
+            import copy
+
+            try:
+                if self.policy_ready:
+                    self._model()  # the latest weights, while the learner can still give them
+            except Exception:  # noqa: BLE001 - the runner already stopped: the last model seen stands
+                pass
+            if self._last_model is not None:
+                self._final_model = copy.deepcopy(self._last_model)
         processes = list(getattr(self.runner, "processes", []))
         sampler = getattr(self.runner, "sampler", None)
         processes.extend(getattr(sampler, "processes", []) if sampler is not None else [])
