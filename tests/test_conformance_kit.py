@@ -146,3 +146,10 @@ def test_the_pytest_plugin_module_is_light() -> None:
     # nothing beyond the plugin's own package and (at most) the hook markers; no torch, numpy, pydantic
     assert "rlcompare.testing.pytest_plugin" in imported
     assert imported <= {"rlcompare", "rlcompare.hookspecs", "rlcompare.testing", "rlcompare.testing.pytest_plugin"}
+
+
+def test_an_outside_package_with_its_own_algorithm_family_and_framework_passes_the_kit(tmp_path: Path) -> None:
+    """tests/plugins/algos registers a family (CEM), its framework's registry entry and an adapter."""
+    completed, outcomes = run_kit(ROOT / "tests" / "plugins" / "algos", "cem", tmp_path)
+    assert set(outcomes) == {("cem", rule.id) for rule in RULES}, completed.stdout[-2000:]
+    assert not any(outcomes.values()), {key: value for key, value in outcomes.items() if value}

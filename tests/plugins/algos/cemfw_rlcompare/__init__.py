@@ -1,5 +1,6 @@
 """A third-party plugin used by the tests: a new algorithm family (the cross-entropy method, CEM),
-an adapter offering it, and a workload naming it, registered as any outside package would.
+the registry entry of its (unpublished) framework, an adapter offering it, and a workload naming
+it, registered as any outside package would; the adapter passes the conformance kit.
 
 The adapter is a real, tiny CEM on a linear policy over the harness's own environment, in numpy:
 sample parameter vectors around a mean, keep the elite fraction by episode return, refit.
@@ -7,6 +8,7 @@ sample parameter vectors around a mean, keep the elite fraction by episode retur
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import numpy as np
@@ -48,8 +50,21 @@ class CEMAdapter(Adapter):
         return Capabilities(algorithms=frozenset({"CEM"}), vectorized_envs=False)
 
     def fidelity(self, workload: Any) -> list[FidelityEntry]:
-        return [FidelityEntry(f"hyperparameters.{name}", value, Fidelity.EXACT, name)
-                for name, value in workload.hyperparameters.model_dump().items()]
+        entries = [FidelityEntry(f"hyperparameters.{name}", value, Fidelity.EXACT, name)
+                   for name, value in workload.hyperparameters.model_dump().items()]
+        network, parallelism = workload.network, workload.parallelism
+        linear = "the policy is linear (observation x action scores); no hidden layers"
+        entries += [
+            FidelityEntry("network.hidden_sizes", list(network.hidden_sizes), Fidelity.UNSUPPORTED, note=linear),
+            FidelityEntry("network.activation", network.activation, Fidelity.UNSUPPORTED, note=linear),
+            FidelityEntry("parallelism.envs_per_worker", parallelism.envs_per_worker,
+                          Fidelity.EXACT if parallelism.envs_per_worker == 1 else Fidelity.UNSUPPORTED,
+                          note="one environment, episodes one after another"),
+            FidelityEntry("parallelism.workers", parallelism.workers,
+                          Fidelity.EXACT if parallelism.workers == 1 else Fidelity.UNSUPPORTED,
+                          note="in-process only"),
+        ]
+        return entries
 
     def train(self, workload: Any, context: Any) -> TrainingResult:
         hp = workload.hyperparameters
@@ -83,6 +98,35 @@ class CEMAdapter(Adapter):
             context.checkpoint(act(mean), steps)
         env.close()
         return TrainingResult(policy=act(mean), framework_env_steps=steps, native_config={"cem": True})
+
+
+_UNPUBLISHED = "No public source yet: cemfw is unpublished; its own files are the only record."
+FRAMEWORK_ENTRY: dict[str, Any] = {
+    "schema_version": 2,
+    "id": "cemfw",
+    "name": "cemfw",
+    "domain": "control",
+    "notes": "A numpy cross-entropy method shipped inside an outside test package.",
+    "as_of": datetime.date(2026, 12, 1),
+    "repository": {"value": "none", "note": "Not published; the code ships inside the test package."},
+    "homepage": {"value": "unknown", "searched": _UNPUBLISHED},
+    "licence": {"value": "unknown", "searched": _UNPUBLISHED},
+    "institution": {"value": "unknown", "searched": _UNPUBLISHED},
+    "first_release_year": {"value": "unknown", "searched": _UNPUBLISHED},
+    "latest_release": {"value": "unknown", "searched": _UNPUBLISHED},
+    "surveys": {"value": [], "note": "Unpublished: no comparison covers it."},
+    **{name: {"value": "unknown", "searched": _UNPUBLISHED}
+       for name in ("backend", "algorithms", "synchronization", "docs", "type_hints", "tests", "coverage_reported",
+                    "ci", "multi_agent", "offline_rl", "evolutionary", "architecture", "simulation_parallelism",
+                    "computing_parallelism", "env_apis")},
+}
+
+
+@hookimpl
+def rlcompare_register_frameworks(register: Any) -> None:
+    from rlcompare.registry import framework_entry_from_dict
+
+    register.add_framework(framework_entry_from_dict(FRAMEWORK_ENTRY, "cemfw_rlcompare"))
 
 
 @hookimpl
