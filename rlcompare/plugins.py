@@ -7,7 +7,6 @@ A plugin that fails to import or to register is recorded in :attr:`Plugins.error
 
 from __future__ import annotations
 
-import functools
 import importlib
 import importlib.metadata
 import os
@@ -262,19 +261,21 @@ def _build_plugin_manager(builtins: Iterable[str], autoload: bool | None) -> Plu
     errors: list[PluginError] = []
     origins: dict[str, Origin] = {}
 
+    # one scan of the group serves both the built-ins' origins and the third-party plugins
+    entry_points = tuple(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
     builtin_modules = dict.fromkeys(builtins)  # listing a built-in twice registers it once
     for module_name in builtin_modules:
         try:
             module = _import_plugin(module_name, lambda m=module_name: importlib.import_module(m))
             manager.register(module, name=module_name)
-            origins[module_name] = _builtin_origin(module_name)
+            origins[module_name] = _builtin_origin(module_name, entry_points)
         except PluginError as error:
             errors.append(error)
 
     if autoload is None:
         autoload = os.environ.get(DISABLE_AUTOLOAD_ENV, "") not in ("1", "true", "yes")
     if autoload:
-        for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        for entry_point in entry_points:
             if manager.get_plugin(entry_point.name) is not None or manager.is_blocked(entry_point.name):
                 continue
             if entry_point.module in builtin_modules and entry_point.attr is None:
@@ -323,25 +324,15 @@ def _build_plugin_manager(builtins: Iterable[str], autoload: bool | None) -> Plu
     return Plugins(manager=manager, register=register, errors=errors)
 
 
-def _builtin_origin(module_name: str) -> Origin:
+def _builtin_origin(module_name: str, entry_points: Iterable[importlib.metadata.EntryPoint]) -> Origin:
     """A built-in plugin comes from rlcompare itself or from one of its own distributions
     (``rlcompare-sb3``, ``rlcompare-criteria``, ...), installed like any outside package."""
     import rlcompare
 
-    dist = distribution_entry_points().get(module_name)
-    if dist is not None:
-        return Origin(module_name, dist.metadata["Name"], dist.version)
+    for entry_point in entry_points:  # the distribution whose own entry point names the module
+        if entry_point.module == module_name and entry_point.attr is None and entry_point.dist is not None:
+            return Origin(module_name, entry_point.dist.metadata["Name"], entry_point.dist.version)
     return Origin(module_name, "rlcompare", rlcompare.__version__)
-
-
-@functools.cache
-def distribution_entry_points() -> dict[str, importlib.metadata.Distribution]:
-    """Plugin module -> the distribution whose ``rlcompare`` entry point names it."""
-    found: dict[str, importlib.metadata.Distribution] = {}
-    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        if entry_point.attr is None and entry_point.dist is not None:
-            found.setdefault(entry_point.module, entry_point.dist)
-    return found
 
 
 def _entry_point_origin(entry_point: importlib.metadata.EntryPoint) -> Origin:
