@@ -54,6 +54,8 @@ HF_2026_IDS = {
     "areal", "art", "atropos", "miles", "nemo-rl", "oat", "open-instruct", "pipelinerl", "prime-rl", "roll",
     "skyrl", "slime", "torchforge", "tunix", "verl", "verifiers",
 }
+#: Libraries hf-2026 names outside its table: TRL (the authors' own) and MiniMax's Forge (no public code).
+HF_2026_NAMED_IDS = {"trl", "minimax-forge"}
 #: The 10 libraries of anyscale-2025's comparison.
 ANYSCALE_2025_IDS = {"trl", "verl", "openrlhf", "ragen", "areal", "verifiers", "roll", "nemo-rl", "skyrl", "slime"}
 COMPARISON_IDS = HF_2026_IDS | ANYSCALE_2025_IDS
@@ -194,7 +196,7 @@ def test_comparisons_libraries_list_their_surveys_with_an_excerpt_from_them() ->
     entries = load_builtin_entries()
     hf = {entry.id for entry in filter_entries(entries, ["survey=hf-2026"])}
     anyscale = {entry.id for entry in filter_entries(entries, ["survey=anyscale-2025"])}
-    assert HF_2026_IDS <= hf
+    assert hf == HF_2026_IDS | HF_2026_NAMED_IDS
     assert ANYSCALE_2025_IDS <= anyscale
     by_id = _by_id()
     for survey_id, ids in (("hf-2026", hf), ("anyscale-2025", anyscale)):
@@ -662,6 +664,29 @@ def test_a_new_entry_learns_every_missing_field_in_one_line() -> None:
     assert "\n" not in message and "schema_version" in message
     assert f"{len(REQUIRED_FIELDS['control'])} required fields missing for a control entry" in message
     assert all(f"'{name}'" in message for name in REQUIRED_FIELDS["control"]), message
+
+
+def test_minimax_forge_has_no_repository_and_is_sourced_from_its_authors_post() -> None:
+    forge = _by_id()["minimax-forge"]
+    assert forge.domain == "llm" and forge.name == "MiniMax Forge"
+    assert forge.value("repository") == "none" and "not released" in forge.repository.note
+    assert forge.value("institution") == "MiniMax"
+    assert forge.value("surveys") == ("hf-2026",)
+    assert forge.value("latest_release") == "none"
+    assert forge.value("first_release_year") == 2026 and "not released" in forge.first_release_year.note
+    assert forge.licence.is_unknown and forge.licence.searched
+    post = "https://www.minimax.io/news/forge-scalable-agent-rl-framework-and-algorithm"
+    for name in ("institution", "first_release_year", "algorithms", "synchronization"):
+        assert post in forge.fact(name).sources, name
+    assert any("internal RL framework Forge" in item.excerpt for item in forge.repository.evidence)
+    # Every fact is either quoted from the post or hf-2026, or unknown with what was searched.
+    for name, fact in forge.facts().items():
+        if fact.is_unknown:
+            assert fact.searched, name
+        else:
+            assert all(item.kind == "web" and item.url.startswith("https://www.minimax.io/")
+                       or (item.repo, item.path) in SURVEYS["hf-2026"].files for item in fact.evidence), name
+    assert filter_entries(load_builtin_entries(), ["survey=hf-2026", "repository=none"]) == [forge]
 
 
 def test_a_framework_without_a_public_repository_declares_none_with_a_note() -> None:
