@@ -35,23 +35,29 @@ def workload_dict(steps: int) -> dict[str, Any]:
             "evaluation": {"interval_steps": steps // 2, "episodes": 5, "at_start": False}}
 
 
-def direct_sb3(workload: Any) -> float:
-    """SB3 called directly with the configuration the adapter builds; seconds in ``learn``."""
+def sb3_model(workload: Any, env_fns: list[Any]) -> Any:
+    """The SB3 model the adapter builds for ``workload`` (seed 0, CPU), on a DummyVecEnv of ``env_fns``."""
     import stable_baselines3
     import torch
     from rlcompare_sb3 import ACTIVATIONS, StableBaselines3Adapter
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from rlcompare.envs import make_env
-
-    torch.set_num_threads(workload.parallelism.threads_per_worker)
     kwargs, _ = StableBaselines3Adapter().native_config(workload)
     policy_kwargs = dict(kwargs.pop("policy_kwargs"))
     policy_kwargs["activation_fn"] = getattr(torch.nn, ACTIVATIONS[workload.network.activation])
-    env = DummyVecEnv([lambda: make_env(workload.env)] * workload.parallelism.total_envs)
-    model = getattr(stable_baselines3, workload.algorithm)(
-        "MlpPolicy", env, seed=0, device="cpu", verbose=0, policy_kwargs=policy_kwargs, **kwargs
+    return getattr(stable_baselines3, workload.algorithm)(
+        "MlpPolicy", DummyVecEnv(env_fns), seed=0, device="cpu", verbose=0, policy_kwargs=policy_kwargs, **kwargs
     )
+
+
+def direct_sb3(workload: Any) -> float:
+    """SB3 called directly with the configuration the adapter builds; seconds in ``learn``."""
+    import torch
+
+    from rlcompare.envs import make_env
+
+    torch.set_num_threads(workload.parallelism.threads_per_worker)
+    model = sb3_model(workload, [lambda: make_env(workload.env)] * workload.parallelism.total_envs)
     started = time.perf_counter()
     model.learn(total_timesteps=workload.env_steps)
     return time.perf_counter() - started

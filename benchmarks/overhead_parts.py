@@ -17,7 +17,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -30,12 +29,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=4)
     args = parser.parse_args()
 
-    import stable_baselines3
     import torch
-    from overhead import workload_dict
-    from rlcompare_sb3 import ACTIVATIONS, StableBaselines3Adapter
+    from overhead import sb3_model, workload_dict
     from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.vec_env import DummyVecEnv
 
     from rlcompare.context import TrainingContext
     from rlcompare.envs import make_env
@@ -45,15 +41,8 @@ def main() -> None:
     workload = workload_from_dict(workload_dict(args.steps), "overhead")
     envs = workload.parallelism.total_envs
 
-    def build(factories: list[Any]) -> Any:
-        kwargs, _ = StableBaselines3Adapter().native_config(workload)
-        policy_kwargs = dict(kwargs.pop("policy_kwargs"))
-        policy_kwargs["activation_fn"] = getattr(torch.nn, ACTIVATIONS[workload.network.activation])
-        return stable_baselines3.PPO("MlpPolicy", DummyVecEnv(factories), seed=0, device="cpu", verbose=0,
-                                     policy_kwargs=policy_kwargs, **kwargs)
-
     def plain() -> float:
-        model = build([lambda: make_env(workload.env)] * envs)
+        model = sb3_model(workload, [lambda: make_env(workload.env)] * envs)
         started = time.perf_counter()
         model.learn(total_timesteps=args.steps)
         return time.perf_counter() - started
@@ -62,7 +51,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as scratch:
             context = TrainingContext(workload, 0, scratch)
             context._next_evaluation = 2**62  # no evaluation: only the per-step cost is timed
-            model = build([context.env_factory(slot) for slot in range(envs)])
+            model = sb3_model(workload, [context.env_factory(slot) for slot in range(envs)])
 
             class Harness(BaseCallback):
                 def _on_step(self) -> bool:
