@@ -477,6 +477,43 @@ def framework_entry_from_dict(data: Any, source: str, default_as_of: date | None
     return entry
 
 
+def unpublished_entry(
+    framework_id: str,
+    name: str,
+    domain: str,
+    *,
+    where: str,
+    source: str,
+    as_of: date | None = None,
+    notes: str = "",
+    facts: Mapping[str, Any] | None = None,
+) -> FrameworkEntry:
+    """The registry entry of a framework whose code is not public yet, validated.
+
+    ``repository`` is ``"none"`` with ``where`` as its note (where the code lives, when it will be
+    published), ``surveys`` an empty list (no comparison covers unpublished code), and every other
+    fact the domain requires ``"unknown"``, searched nowhere but the framework's own files. ``facts``
+    replaces any of them (or adds an optional one) with what is public (a paper, a page), as the
+    TOML tables of ``docs/registry.md``; it may not name ``repository`` or a non-fact key. Raises :class:`InvalidFrameworkEntryError` naming ``source``, like
+    :func:`framework_entry_from_dict`.
+    """
+    not_facts = [key for key in (facts or {}) if key not in FIELDS or key == "repository"]
+    if not_facts:
+        raise InvalidFrameworkEntryError(
+            f"{source}: facts may name the entry's facts but 'repository' (set by where=), got "
+            + ", ".join(repr(key) for key in not_facts)
+        )
+    searched = f"No public source yet: {name} is unpublished; its own files are the only record."
+    data: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "id": framework_id, "name": name, "domain": domain,
+                            "notes": notes, "as_of": as_of or date.today()}
+    for field_name in REQUIRED_FIELDS.get(domain, COMMON_FIELDS):
+        data[field_name] = {"value": UNKNOWN, "searched": searched}
+    data["repository"] = {"value": "none", "note": where}
+    data["surveys"] = {"value": [], "note": f"Unpublished: no comparison covers {name}."}
+    data.update(facts or {})
+    return framework_entry_from_dict(data, source)
+
+
 def load_framework_file(path: str | Path) -> FrameworkEntry:
     """Read one entry from a TOML file whose stem must equal the entry's ``id``."""
     path = Path(path)

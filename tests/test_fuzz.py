@@ -22,7 +22,12 @@ from hypothesis import strategies as st
 from rlcompare.builtin_algorithms import BUILTIN_FAMILIES
 from rlcompare.cli import main
 from rlcompare.errors import RLCompareError
-from rlcompare.registry import InvalidFrameworkEntryError, framework_entry_from_dict, load_builtin_entries
+from rlcompare.registry import (
+    InvalidFrameworkEntryError,
+    framework_entry_from_dict,
+    load_builtin_entries,
+    unpublished_entry,
+)
 from rlcompare.scoring.profiles import load_weights_file
 from rlcompare.workload import Workload, load_workload_file, workload_from_dict
 from tests.conftest import TINY_WORKLOAD
@@ -181,6 +186,21 @@ def test_any_change_to_a_registry_entry_validates_or_names_the_fields(data: st.D
         framework_entry_from_dict(document, "fuzz")
     except InvalidFrameworkEntryError as error:
         _one_line(error)
+
+
+@FUZZ
+@given(framework_id=st.text(max_size=12), name=st.text(max_size=12), domain=st.text(max_size=8) | st.sampled_from(
+    ["control", "llm"]), where=st.text(max_size=20), facts=st.dictionaries(st.text(max_size=10) | st.sampled_from(["id", "repository", "licence", "lora"]),
+                                                     values, max_size=3))
+def test_any_unpublished_entry_validates_or_names_the_fields(framework_id: str, name: str, domain: str,
+                                                            where: str, facts: dict[str, Any]) -> None:
+    try:
+        entry = unpublished_entry(framework_id, name, domain, where=where, source="fuzz", facts=facts)
+    except InvalidFrameworkEntryError as error:
+        _one_line(error)
+        assert str(error).startswith("fuzz: ")
+    else:
+        assert (entry.id, entry.domain, entry.value("repository")) == (framework_id, domain, "none")
 
 
 # -- the command line -----------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from rlcompare.registry import (
     load_framework_file,
     parse_condition,
     registry_frame,
+    unpublished_entry,
 )
 from rlcompare.registry_facts import EVIDENCE_SHAPES, MAX_EXCERPT_CHARS, UNKNOWN, Evidence, Release
 from rlcompare.registry_vocabulary import SURVEYS, WEIGHT_SYNC
@@ -687,6 +688,40 @@ def test_minimax_forge_has_no_repository_and_is_sourced_from_its_authors_post() 
             assert all(item.kind == "web" and item.url.startswith("https://www.minimax.io/")
                        or (item.repo, item.path) in SURVEYS["hf-2026"].files for item in fact.evidence), name
     assert filter_entries(load_builtin_entries(), ["survey=hf-2026", "repository=none"]) == [forge]
+
+
+@pytest.mark.parametrize("domain", ["control", "llm"])
+def test_unpublished_entry_states_every_required_fact_of_its_domain(domain: str) -> None:
+    entry = unpublished_entry("labfw", "LabFW", domain, where="In-house at Example Lab; out with the paper.",
+                              source="labfw_rlcompare", as_of=date(2026, 11, 30))
+    assert entry.id == "labfw" and entry.domain == domain
+    assert entry.value("repository") == "none" and entry.repository.note == "In-house at Example Lab; out with the paper."
+    assert list(entry.value("surveys")) == []
+    for name in REQUIRED_FIELDS[domain]:
+        fact = entry.fact(name)
+        assert fact is not None, name
+        if name not in ("repository", "surveys"):
+            assert fact.is_unknown and "LabFW is unpublished" in fact.searched, name
+    other = LLM_FIELDS if domain == "control" else CONTROL_FIELDS
+    assert all(entry.fact(name) is None for name in other)
+
+
+def test_unpublished_entry_takes_cited_facts_and_rejects_bad_ones_naming_the_field() -> None:
+    licence = {"value": "MIT", "evidence": [WEB_EVIDENCE]}
+    entry = unpublished_entry("labfw", "LabFW", "control", where="In-house.", source="labfw_rlcompare",
+                              facts={"licence": licence})
+    assert entry.value("licence") == "MIT" and entry.licence.evidence[0].url == "https://example.org/fw"
+    assert entry.latest_release.as_of == date.today()  # as_of defaults to the day it is built
+    with pytest.raises(InvalidFrameworkEntryError, match=r"^labfw_rlcompare: field 'licence\.value': 'not a licence!' is not an SPDX"):
+        unpublished_entry("labfw", "LabFW", "control", where="In-house.", source="labfw_rlcompare",
+                          facts={"licence": {"value": "not a licence!", "evidence": [WEB_EVIDENCE]}})
+    with pytest.raises(InvalidFrameworkEntryError, match=r"^labfw_rlcompare: .*'id'"):
+        unpublished_entry("Lab FW", "LabFW", "control", where="In-house.", source="labfw_rlcompare")
+    with pytest.raises(InvalidFrameworkEntryError, match=r"repository.note"):
+        unpublished_entry("labfw", "LabFW", "control", where="", source="labfw_rlcompare")
+    with pytest.raises(InvalidFrameworkEntryError, match=r"^labfw_rlcompare: facts may .*got 'id', 'repository'$"):
+        unpublished_entry("labfw", "LabFW", "control", where="In-house.", source="labfw_rlcompare",
+                          facts={"id": "other", "repository": {"value": "https://example.org/fw"}})
 
 
 def test_a_framework_without_a_public_repository_declares_none_with_a_note() -> None:

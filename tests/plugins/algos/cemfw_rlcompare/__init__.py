@@ -100,33 +100,18 @@ class CEMAdapter(Adapter):
         return TrainingResult(policy=act(mean), framework_env_steps=steps, native_config={"cem": True})
 
 
-_UNPUBLISHED = "No public source yet: cemfw is unpublished; its own files are the only record."
-FRAMEWORK_ENTRY: dict[str, Any] = {
-    "schema_version": 2,
-    "id": "cemfw",
-    "name": "cemfw",
-    "domain": "control",
-    "notes": "A numpy cross-entropy method shipped inside an outside test package.",
-    "as_of": datetime.date(2026, 12, 1),
-    "repository": {"value": "none", "note": "Not published; the code ships inside the test package."},
-    "homepage": {"value": "unknown", "searched": _UNPUBLISHED},
-    "licence": {"value": "unknown", "searched": _UNPUBLISHED},
-    "institution": {"value": "unknown", "searched": _UNPUBLISHED},
-    "first_release_year": {"value": "unknown", "searched": _UNPUBLISHED},
-    "latest_release": {"value": "unknown", "searched": _UNPUBLISHED},
-    "surveys": {"value": [], "note": "Unpublished: no comparison covers it."},
-    **{name: {"value": "unknown", "searched": _UNPUBLISHED}
-       for name in ("backend", "algorithms", "synchronization", "docs", "type_hints", "tests", "coverage_reported",
-                    "ci", "multi_agent", "offline_rl", "evolutionary", "architecture", "simulation_parallelism",
-                    "computing_parallelism", "env_apis")},
-}
 
 
 @hookimpl
 def rlcompare_register_frameworks(register: Any) -> None:
-    from rlcompare.registry import framework_entry_from_dict
+    from rlcompare.registry import unpublished_entry
 
-    register.add_framework(framework_entry_from_dict(FRAMEWORK_ENTRY, "cemfw_rlcompare"))
+    register.add_framework(unpublished_entry(
+        "cemfw", "cemfw", "control",
+        where="Not published; the code ships inside the test package.",
+        notes="A numpy cross-entropy method shipped inside an outside test package.",
+        as_of=datetime.date(2026, 12, 1), source="cemfw_rlcompare",
+    ))
 
 
 @hookimpl

@@ -130,25 +130,15 @@ class LeakyProcesses(Stepper):
 ADAPTERS = (Stepper, UnregisteredFramework, EagerDeclarations, PartialFidelity, Overshoot, NoCheckpoints,
             SqueezedActions, LeakyProcesses)
 
-_NO_SOURCE = "No public source: a test fixture."
-FRAMEWORK_ENTRY: dict[str, Any] = {
-    "schema_version": 2, "id": "brokenkit", "name": "brokenkit", "domain": "control",
-    "as_of": datetime.date(2026, 12, 1),
-    "repository": {"value": "none", "note": "A test fixture of rlcompare; never published."},
-    "surveys": {"value": [], "note": "A test fixture."},
-    **{name: {"value": "unknown", "searched": _NO_SOURCE}
-       for name in ("homepage", "licence", "institution", "first_release_year", "latest_release", "backend",
-                    "algorithms", "synchronization", "docs", "type_hints", "tests", "coverage_reported", "ci",
-                    "multi_agent", "offline_rl", "evolutionary", "architecture", "simulation_parallelism",
-                    "computing_parallelism", "env_apis")},
-}
 
 
 @hookimpl
 def rlcompare_register_frameworks(register: Any) -> None:
-    from rlcompare.registry import framework_entry_from_dict
+    from rlcompare.registry import unpublished_entry
 
-    register.add_framework(framework_entry_from_dict(FRAMEWORK_ENTRY, "brokenkit_rlcompare"))
+    register.add_framework(unpublished_entry("brokenkit", "brokenkit", "control", source="brokenkit_rlcompare",
+                                             where="A test fixture of rlcompare; never published.",
+                                             as_of=datetime.date(2026, 12, 1)))
 
 
 @hookimpl

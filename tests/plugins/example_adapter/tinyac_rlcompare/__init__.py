@@ -85,35 +85,19 @@ class TinyACAdapter(Adapter):
         return TrainingResult(policy=policy, framework_env_steps=model.num_timesteps, native_config=config)
 
 
-#: The registry entry. tinyac has no public repository yet: ``repository = "none"`` with a note,
-#: and every fact without a public source is "unknown" with what was searched.
-_UNPUBLISHED = "No public source yet: tinyac is unpublished; its own files are the only record."
-FRAMEWORK_ENTRY: dict[str, Any] = {
-    "schema_version": 2,
-    "id": "tinyac",
-    "name": "tinyac",
-    "domain": "control",
-    "notes": "A numpy-only A2C used as the worked example of an outside adapter.",
-    "as_of": datetime.date(2026, 12, 1),
-    "repository": {"value": "none", "note": "Not published yet; the code ships inside the example package."},
-    "homepage": {"value": "unknown", "searched": _UNPUBLISHED},
-    "licence": {"value": "unknown", "searched": _UNPUBLISHED},
-    "institution": {"value": "unknown", "searched": _UNPUBLISHED},
-    "first_release_year": {"value": "unknown", "searched": _UNPUBLISHED},
-    "latest_release": {"value": "unknown", "searched": _UNPUBLISHED},
-    "surveys": {"value": [], "note": "Unpublished: no comparison covers it."},
-    **{name: {"value": "unknown", "searched": _UNPUBLISHED}
-       for name in ("backend", "algorithms", "synchronization", "docs", "type_hints", "tests", "coverage_reported",
-                    "ci", "multi_agent", "offline_rl", "evolutionary", "architecture", "simulation_parallelism",
-                    "computing_parallelism", "env_apis")},
-}
-
-
 @hookimpl
 def rlcompare_register_frameworks(register: Register) -> None:
-    from rlcompare.registry import framework_entry_from_dict
+    # The registry entry. tinyac has no public repository yet: ``repository = "none"`` with a note
+    # saying where the code lives, and every other fact "unknown" with what was searched (the
+    # helper fills these); ``facts=`` would cite whatever is public, a paper or a page.
+    from rlcompare.registry import unpublished_entry
 
-    register.add_framework(framework_entry_from_dict(FRAMEWORK_ENTRY, "tinyac_rlcompare"))
+    register.add_framework(unpublished_entry(
+        "tinyac", "tinyac", "control",
+        where="Not published yet; the code ships inside the example package.",
+        notes="A numpy-only A2C used as the worked example of an outside adapter.",
+        as_of=datetime.date(2026, 12, 1), source="tinyac_rlcompare",
+    ))
 
 
 @hookimpl
