@@ -3,7 +3,12 @@ through rlcompare's runner, in one invocation, alternating to share the machine'
 
     python benchmarks/overhead.py [--steps 20000] [--repeats 3] [--adapters sb3] [--python PATH]
 
-Prints, per adapter, the median training seconds of each way and ``ratio`` (rlcompare / direct).
+Prints, per adapter, the median training seconds of each way and ``ratio`` (rlcompare / direct),
+then the median of the per-repeat ratios with a 95% bootstrap interval over repeats (on a noisy
+machine single runs vary by 10-20%; the interval says whether a difference is the harness's or the
+machine's). Repeats alternate which way runs first (ABBA), so drift over the benchmark cancels.
+``driver cpu`` is what supervising the run cost the driver process (sampling its process tree),
+per second of the run: it runs on another core, not in the timed training.
 rlcompare's figure is its stored training time (start-up and evaluation excluded, as in every
 report); the direct figure times the framework's own training call in a fresh interpreter with the
 same configuration, the same thread pinning and no evaluation. Goal: ratio <= 1.05 (sb3: <= 1.02).
@@ -132,7 +137,9 @@ def run_direct(adapter: str, steps: int, python: str = sys.executable) -> float:
     return float(json.loads(result.stdout.strip().splitlines()[-1])["seconds"])
 
 
-def run_through_rlcompare(adapter: str, steps: int, python: str = sys.executable) -> float:
+def run_through_rlcompare(adapter: str, steps: int, python: str = sys.executable) -> tuple[float, float]:
+    """Training seconds of one run through rlcompare's driver, and the driver's CPU seconds per
+    wall second while it supervised the run."""
     from rlcompare.execution.backend import BackendOptions, Limits
     from rlcompare.execution.driver import Driver
     from rlcompare.execution.local import LocalBackend
@@ -144,10 +151,25 @@ def run_through_rlcompare(adapter: str, steps: int, python: str = sys.executable
     workload = workload_from_dict(workload_dict(steps), "overhead")
     plan = build_plan(build_plugin_manager(), [workload], [adapter])
     with tempfile.TemporaryDirectory() as scratch, Store(Path(scratch) / "overhead.db") as store:
-        outcome = Driver(store, LocalBackend(Limits(), BackendOptions(jobs=1), python=python)).run(plan).outcomes[0]
+        driver = Driver(store, LocalBackend(Limits(), BackendOptions(jobs=1), python=python))
+        cpu, wall = time.process_time(), time.perf_counter()
+        outcome = driver.run(plan).outcomes[0]
+        driver_cpu = (time.process_time() - cpu) / (time.perf_counter() - wall)
     if outcome.status != "ok":
         raise SystemExit(f"{adapter}: run {outcome.status}: {outcome.record.error}")
-    return float(outcome.record.training_seconds)
+    return float(outcome.record.training_seconds), driver_cpu
+
+
+def median_ratio_interval(direct: list[float], through: list[float], draws: int = 10_000,
+                          seed: int = 0) -> tuple[float, float, float]:
+    """Median of the per-repeat ratios and its 95% percentile-bootstrap interval over repeats."""
+    import numpy as np
+
+    ratios = np.asarray(through) / np.asarray(direct)
+    rng = np.random.default_rng(seed)
+    medians = np.median(ratios[rng.integers(0, len(ratios), size=(draws, len(ratios)))], axis=1)
+    low, high = np.percentile(medians, [2.5, 97.5])
+    return float(np.median(ratios)), float(low), float(high)
 
 
 def main() -> None:
@@ -164,18 +186,28 @@ def main() -> None:
         seconds = DIRECT[args.direct_child](workload_from_dict(workload_dict(args.steps), "overhead"))
         print(json.dumps({"seconds": seconds}))
         return
-    print(f"# CartPole-v1 PPO, {args.steps} env steps, {args.repeats} alternating repeats, medians")
+    print(f"# CartPole-v1 PPO, {args.steps} env steps, {args.repeats} alternating (ABBA) repeats, medians")
     for adapter in args.adapters.split(","):
-        direct, through = [], []
+        direct, through, driver_cpu = [], [], []
         for repeat in range(args.repeats):
-            direct.append(run_direct(adapter, args.steps, args.python))
-            through.append(run_through_rlcompare(adapter, args.steps, args.python))
+            if repeat % 2 == 0:
+                direct.append(run_direct(adapter, args.steps, args.python))
+            seconds, cpu = run_through_rlcompare(adapter, args.steps, args.python)
+            through.append(seconds)
+            driver_cpu.append(cpu)
+            if repeat % 2 == 1:
+                direct.append(run_direct(adapter, args.steps, args.python))
             # as it goes: on a busy machine a long benchmark may be cut short
-            print(f"  {adapter} repeat {repeat + 1}: direct {direct[-1]:.2f} s  rlcompare {through[-1]:.2f} s", flush=True)
+            print(f"  {adapter} repeat {repeat + 1}: direct {direct[-1]:.2f} s  rlcompare {through[-1]:.2f} s  "
+                  f"ratio {through[-1] / direct[-1]:.3f}", flush=True)
         d, t = statistics.median(direct), statistics.median(through)
         print(f"{adapter}: direct {d:.2f} s  rlcompare {t:.2f} s  "
               f"(direct {[round(x, 2) for x in direct]}, rlcompare {[round(x, 2) for x in through]})")
         print(f"ratio {adapter} {t / d:.3f}")
+        if len(direct) > 1:
+            middle, low, high = median_ratio_interval(direct, through)
+            print(f"paired ratio {adapter} {middle:.3f} (95% interval over repeats {low:.3f}-{high:.3f})")
+        print(f"driver cpu {adapter} {statistics.median(driver_cpu):.3f} s per s of run")
 
 
 if __name__ == "__main__":
