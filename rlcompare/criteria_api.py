@@ -182,9 +182,12 @@ class MeasurementCache:
     ``refresh`` every key is measured again once (``rlcompare score --remeasure``).
     """
 
-    def __init__(self, path: Path | None, refresh: bool = False) -> None:
+    def __init__(self, path: Path | None, refresh: bool = False, log: Callable[[str], None] | None = None) -> None:
         self.path = path
         self.refresh = refresh
+        #: Told of each measurement before it is made (the first scoring on a machine times imports
+        #: in fresh interpreters for a minute or two: the command says so instead of going quiet).
+        self.log = log
         self._data: dict[str, Any] | None = None
         self._fresh: set[str] = set()
 
@@ -195,8 +198,8 @@ class MeasurementCache:
         return cache_dir() / "measurements.json"
 
     @classmethod
-    def default(cls, refresh: bool = False) -> MeasurementCache:
-        return cls(cls.default_path(), refresh)
+    def default(cls, refresh: bool = False, log: Callable[[str], None] | None = None) -> MeasurementCache:
+        return cls(cls.default_path(), refresh, log)
 
     def _load(self) -> dict[str, Any]:
         if self._data is None:
@@ -212,6 +215,12 @@ class MeasurementCache:
     def get_or_compute(self, key: str, compute: Callable[[], Any]) -> Any:
         data = self._load()
         if key not in data or (self.refresh and key not in self._fresh):
+            if self.log is not None:
+                kind, _, rest = key.partition("|")
+                subject = rest.split("|")[0]
+                subject = subject if len(subject) <= 60 else subject[:57] + "..."
+                where = "" if self.path is None else f"; kept in {self.path}"
+                self.log(f"measuring {kind} of {subject} (once{where})")
             data[key] = compute()
             self._fresh.add(key)
             self._save()

@@ -101,7 +101,8 @@ def cmd_score(args: argparse.Namespace) -> int:
         profile = _resolve_profile(args, plugins.criteria)  # bad input fails before the store is read
         seed = getattr(args, "seed", None)
         options = ScoringOptions(reps=getattr(args, "reps", None) or DEFAULT_REPS, seed=0 if seed is None else seed)
-        cache = MeasurementCache.default(refresh=getattr(args, "remeasure", False))
+        cache = MeasurementCache.default(refresh=getattr(args, "remeasure", False),
+                                         log=lambda message: print(f"rlcompare: {message}", file=sys.stderr))
         with Store(args.store) as store:
             store.check_readable()
             matrix = score_store(store, plugins, profile, options, cache=cache)

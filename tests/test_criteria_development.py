@@ -8,6 +8,7 @@ import datetime as dt
 import importlib.metadata
 import inspect
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -319,3 +320,76 @@ def test_the_default_cache_lives_in_the_user_cache_not_beside_the_store(monkeypa
     assert MeasurementCache.default_path() == tmp_path / "xdg" / "rlcompare" / "measurements.json"
     monkeypatch.setenv("RLCOMPARE_CACHE_DIR", str(tmp_path / "mine"))
     assert MeasurementCache.default_path() == tmp_path / "mine" / "measurements.json"
+
+
+# -- what a run imports of its framework ---------------------------------------------------------------
+
+
+def test_framework_modules_are_the_modules_of_its_package_the_adapter_imports() -> None:
+    from rlcompare_criteria.installations import imported_modules
+
+    source = '''
+from __future__ import annotations
+import os
+import lazyfw
+import lazyfwx.other
+from typing import TYPE_CHECKING
+if TYPE_CHECKING:
+    from lazyfw.typing_only import Hint
+else:
+    from lazyfw.runtime import Thing
+from . import sibling
+
+def train():
+    from lazyfw.agents.ppo import PPO
+    import lazyfw.trainers, numpy
+    from lazyfw.agents.ppo import PPO_CFG
+'''
+    assert imported_modules(source, "lazyfw") == ["lazyfw", "lazyfw.runtime", "lazyfw.agents.ppo", "lazyfw.trainers"]
+
+
+LAZY_FRAMEWORK = {
+    "lazyfw/__init__.py": '"""A framework whose top-level package imports nothing."""\n',
+    "lazyfw/agents.py": '"""What training needs: slow to import."""\nimport time\n\ntime.sleep(0.4)\n\n\n'
+                        'class Agent:\n    """An agent."""\n',
+    "lazyfw-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: lazyfw\nVersion: 1.0\n",
+    "lazyfw-1.0.dist-info/top_level.txt": "lazyfw\n",
+    "lazyfw_adapter.py": (
+        '"""The adapter of lazyfw: imports its agents lazily, as adapters do."""\n'
+        "from tests.test_criteria_development import PluggyAdapter\n\n\n"
+        "class LazyAdapter(PluggyAdapter):\n"
+        '    id = "lazy"\n    framework = "lazy-fw"\n    import_name = "lazyfw"\n    distributions = ("lazyfw",)\n\n'
+        "    def train(self, workload, context):\n"
+        "        from lazyfw.agents import Agent\n"
+        "        return Agent\n"),
+}
+
+
+def test_a_framework_with_an_empty_top_level_is_timed_on_what_a_run_imports(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gaming attempt: a framework whose ``import lazyfw`` loads nothing would win the cold-import
+    criterion on an empty module; it is timed on the modules its adapter imports, and its public
+    API is walked there too."""
+    for name, text in LAZY_FRAMEWORK.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), str(Path(__file__).resolve().parents[1])]))
+    from lazyfw_adapter import LazyAdapter
+
+    register = Register()
+    register.add_adapter(LazyAdapter)
+    plugins = Plugins(manager=pluggy.PluginManager("rlcompare"), register=register, errors=[])
+    path = write_store(tmp_path / "store.db", [(run_record(workload_spec("w"), "lazy", 0, framework="lazy-fw",
+                                                           final_return=1.0, finished_at=FINISHED_AT), [])])
+    with Store(path) as store:
+        data = ScoringData(store.runs_frame(), plugins=plugins, cache=MeasurementCache(None))
+    from rlcompare_criteria.installations import framework_modules
+
+    assert framework_modules(LazyAdapter) == ("lazyfw", "lazyfw.agents")
+    seconds = _values(_criterion("cold_import").compute(data))["lazy"]
+    assert min(seconds) >= 0.4  # the sleep in lazyfw.agents counts
+    assert development.time_cold_import("lazyfw", repeats=1)["seconds"][0] < 0.4  # what the top level alone costs
+    counts = development.introspect_api(["lazyfw", "lazyfw.agents"])
+    assert counts["objects"] == 1 and counts["documented"] == 1  # lazyfw.agents.Agent, reached through the run's imports
+    assert development.introspect_api("lazyfw")["objects"] == 0

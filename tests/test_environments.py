@@ -187,6 +187,67 @@ def test_env_list_shows_the_environment_and_a_second_build_does_nothing(
     assert again.stdout.split("\t")[:3] == ["tinyenv", key, "up to date"]
 
 
+def test_development_criteria_measure_an_isolated_adapter_in_its_own_environment(
+        isolated_run: tuple[Path, Path, subprocess.CompletedProcess[str]], isolated_plugin: Path,
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Install footprint, cold import and API coverage of an adapter that runs in its own environment
+    are measured there (gymnasium 0.29.1, numpy 1.x), not reported missing because the main
+    environment lacks those versions, nor taken from the main environment's (gymnasium 1.2.2)."""
+    import importlib.metadata
+
+    import pluggy
+    import rlcompare_criteria.development as development
+    from rlcompare_criteria.installations import installation_of
+    from tinyenv_rlcompare import TinyEnvAdapter
+
+    from rlcompare.criteria_api import MeasurementCache, ScoringData
+    from rlcompare.plugins import Plugins, Register
+    from rlcompare.store import Store
+
+    class NamedTinyEnv(TinyEnvAdapter):  # the same adapter, naming gymnasium as its framework's package
+        import_name = "gymnasium"
+
+    cache, store_path, done = isolated_run
+    assert done.returncode == 0, done.stderr
+    monkeypatch.setenv("RLCOMPARE_CACHE_DIR", str(cache))
+    register = Register()
+    register.add_adapter(NamedTinyEnv)
+    plugins = Plugins(manager=pluggy.PluginManager("rlcompare"), register=register, errors=[])
+    with Store(store_path) as store:
+        runs = store.runs_frame()
+    logged: list[str] = []
+    data = ScoringData(runs, plugins=plugins, cache=MeasurementCache(tmp_path / "m.json", log=logged.append))
+    installation, reason = installation_of(data, NamedTinyEnv)
+    recorded = json.loads(runs.loc[runs["adapter"] == "tinyenv", "environment_json"].iloc[0])
+    assert reason is None and installation is not None
+    assert (installation.python, installation.environment_key) == (recorded["python"], recorded["key"])
+    assert importlib.metadata.version("gymnasium") != "0.29.1"  # the main environment's is another
+    assert development._framework_distribution(data, "tinyenv") == ("gymnasium", "0.29.1", None)
+
+    def value(criterion_id: str) -> list[float]:
+        result = next(c for c in development.CRITERIA if c.id == criterion_id).compute(data)
+        assert result.missing.empty, result.missing.to_dict("records")
+        return result.values["value"].tolist()
+
+    closure = development.install_closure("numpy", "gymnasium", installation=installation)
+    assert closure["versions"]["gymnasium"] == "0.29.1" and closure["versions"]["numpy"].startswith("1.")
+    assert "farama-notifications" in closure["names"]  # gymnasium 0.29's own requirement, read in the environment
+    assert value("install_distributions") == [float(closure["distributions"])]
+    assert value("install_size") == [pytest.approx(closure["bytes"] / 2**20)]
+    seconds = value("cold_import")
+    assert len(seconds) == development.IMPORT_REPEATS and all(0 < s < 60 for s in seconds)
+    assert 0 < value("docstring_coverage")[0] <= 1
+    assert any(line.startswith("measuring import of gymnasium") for line in logged), logged
+    # the same adapter with its environment gone and none built: missing, saying how to build one
+    gone = runs.assign(environment_json=None)
+    monkeypatch.setenv("RLCOMPARE_CACHE_DIR", str(tmp_path / "empty-cache"))
+    without = ScoringData(gone, plugins=plugins, cache=MeasurementCache(None))
+    result = next(c for c in development.CRITERIA if c.id == "install_size").compute(without)
+    assert result.values.empty
+    [reason] = result.missing["reason"].tolist()
+    assert "needs an environment of its own" in reason and "`rlcompare env build tinyenv`" in reason
+
+
 def test_two_concurrent_builds_of_one_environment_build_it_once(tmp_path: Path) -> None:
     builders = [subprocess.Popen([sys.executable, "-m", "rlcompare", "env", "build", "tinyenv"], text=True,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(tmp_path))

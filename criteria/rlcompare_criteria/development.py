@@ -17,21 +17,18 @@ import inspect
 import json
 import re
 import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from rlcompare.criteria_api import ALL_WORKLOADS, DEVELOPMENT, HIGHER, LOWER, Criterion, CriterionResult, ScoringData
 from rlcompare.hookspecs import hookimpl
+from rlcompare_criteria.installations import MAIN, Installation, as_modules, framework_modules, installation_of
 
 #: How the registry spells a fact nobody could establish.
 UNKNOWN = "unknown"
 #: Fresh-interpreter imports timed per framework; their spread gives the interval.
 IMPORT_REPEATS = 3
 SUBPROCESS_TIMEOUT_SECONDS = 600
-
-#: Part of every cache key: a measurement holds for one distribution version under one Python.
-_PYTHON = f"py{sys.version_info.major}.{sys.version_info.minor}"
 
 Row = tuple[str, str, int, float]
 Missing = tuple[str, str, str]
@@ -47,35 +44,46 @@ def _adapter_class(data: ScoringData, adapter_id: str) -> tuple[Any, str | None]
     return adapters[adapter_id], None
 
 
+def _installation(data: ScoringData, adapter_id: str) -> tuple[Installation | None, str | None]:
+    """Where the adapter's framework is installed: the main environment, or the adapter's own
+    (:mod:`rlcompare_criteria.installations`)."""
+    adapter, reason = _adapter_class(data, adapter_id)
+    if adapter is None:
+        return None, reason
+    return installation_of(data, adapter)
+
+
 def _framework_distribution(data: ScoringData, adapter_id: str) -> tuple[str | None, str | None, str | None]:
     """(distribution, installed version, reason when unavailable) of the adapter's framework: the
     distribution that provides the adapter's ``import_name`` (the framework's own package), else the
-    first of its declared ``distributions``."""
+    first of its declared ``distributions``, as installed where the adapter runs."""
     adapter, reason = _adapter_class(data, adapter_id)
     if adapter is None:
         return None, None, reason
+    installation, reason = _installation(data, adapter_id)
+    if installation is None:
+        return None, None, reason
     declared = tuple(getattr(adapter, "distributions", ()) or ())
-    name = _providing_distribution(getattr(adapter, "import_name", None), declared)
+    name = _providing_distribution(getattr(adapter, "import_name", None), declared, installation)
     if name is None:
         if not declared:
             return None, None, f"adapter {adapter_id!r} declares no import name and no distributions"
         name = declared[0]
-    version = _installed_version(name)
+    version = _installed_version(name, installation)
     if version is None:
-        return name, None, f"distribution {name!r} is not installed"
+        where = "" if installation.environment_key is None else f" in {installation.label}"
+        return name, None, f"distribution {name!r} is not installed{where}"
     return name, version, None
 
 
 @functools.cache
-def _installed_version(name: str) -> str | None:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
+def _installed_version(name: str, installation: Installation = MAIN) -> str | None:
+    return installation.version(name)
 
 
 @functools.cache
-def _providing_distribution(import_name: str | None, candidates: tuple[str, ...]) -> str | None:
+def _providing_distribution(import_name: str | None, candidates: tuple[str, ...],
+                            installation: Installation = MAIN) -> str | None:
     """Which of the adapter's declared distributions provides the top-level module of
     ``import_name`` (its ``top_level.txt``, else its file list), so a framework's licence and
     version are its own even when another distribution is listed first."""
@@ -83,9 +91,8 @@ def _providing_distribution(import_name: str | None, candidates: tuple[str, ...]
         return None
     top = import_name.split(".")[0]
     for name in candidates:
-        try:
-            distribution = importlib.metadata.distribution(name)
-        except importlib.metadata.PackageNotFoundError:
+        distribution = installation.distribution(name)
+        if distribution is None:
             continue
         top_level = distribution.read_text("top_level.txt")
         if top_level is not None:
@@ -216,13 +223,15 @@ def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def install_closure(*requirements: str) -> dict[str, Any]:
+def install_closure(*requirements: str, installation: Installation = MAIN) -> dict[str, Any]:
     """The installed distributions that ``requirements`` (e.g. ``"ray[rllib]"``, ``"torch"``) pull in,
     themselves included, following the extras asked for and skipping requirements whose markers do
-    not hold here, and the bytes their installed files take."""
+    not hold in ``installation``, and the bytes their installed files take."""
     from packaging.requirements import InvalidRequirement, Requirement
 
+    markers = installation.marker_environment()
     seen: dict[str, int] = {}
+    versions: dict[str, str] = {}
     extras_seen: dict[str, set[str]] = {}
     queue = [Requirement(text) for text in requirements]
     while queue:
@@ -231,11 +240,11 @@ def install_closure(*requirements: str) -> dict[str, Any]:
         extras = set(requirement.extras)
         if name in seen and extras <= extras_seen[name]:
             continue
-        try:
-            distribution = importlib.metadata.distribution(name)
-        except importlib.metadata.PackageNotFoundError:
+        distribution = installation.distribution(name)
+        if distribution is None:
             continue  # an optional or platform-specific dependency that is not installed
         seen[name] = _installed_bytes(distribution)
+        versions[name] = distribution.version
         extras_seen[name] = extras_seen.get(name, set()) | extras
         for text in distribution.requires or []:
             try:
@@ -243,11 +252,12 @@ def install_closure(*requirements: str) -> dict[str, Any]:
             except InvalidRequirement:
                 continue
             if dependency.marker is not None and not any(
-                dependency.marker.evaluate({"extra": extra}) for extra in ("", *extras_seen[name])
+                dependency.marker.evaluate({**markers, "extra": extra}) for extra in ("", *extras_seen[name])
             ):
                 continue
             queue.append(dependency)
-    return {"distributions": len(seen), "bytes": sum(seen.values()), "names": sorted(seen)}
+    return {"distributions": len(seen), "bytes": sum(seen.values()), "names": sorted(seen),
+            "versions": dict(sorted(versions.items()))}
 
 
 def _installed_bytes(distribution: importlib.metadata.Distribution) -> int:
@@ -270,9 +280,11 @@ def _footprint(data: ScoringData, adapter_id: str) -> tuple[dict[str, Any] | Non
     if reason is not None:
         return None, reason
     adapter, _ = _adapter_class(data, adapter_id)
+    installation, _ = _installation(data, adapter_id)
+    assert installation is not None  # _framework_distribution found one
     requirements = tuple(getattr(adapter, "install_requires", ()) or ()) or tuple(adapter.distributions)
-    key = f"install|{'+'.join(sorted(requirements))}|{version}|{_PYTHON}"
-    return data.cache.get_or_compute(key, lambda: install_closure(*requirements)), None
+    key = f"install|{'+'.join(sorted(requirements))}|{version}|{installation.cache_tag}"
+    return data.cache.get_or_compute(key, lambda: install_closure(*requirements, installation=installation)), None
 
 
 def install_size(data: ScoringData, adapter_id: str) -> tuple[float | None, str | None]:
@@ -287,47 +299,70 @@ def install_distributions(data: ScoringData, adapter_id: str) -> tuple[float | N
 
 # -- cold import time --------------------------------------------------------------------------------
 
+#: The first module must import; a further one that fails to (an optional part of the framework the
+#: adapter guards with ``try``) is skipped: it costs the run nothing either.
 _TIME_IMPORT = (
     "import importlib, sys, time\n"
     "started = time.perf_counter()\n"
     "importlib.import_module(sys.argv[1])\n"
+    "for name in sys.argv[2:]:\n"
+    "    try:\n"
+    "        importlib.import_module(name)\n"
+    "    except ImportError:\n"
+    "        pass\n"
     "print(time.perf_counter() - started)\n"
 )
 
 
-def time_cold_import(module: str, repeats: int = IMPORT_REPEATS) -> dict[str, Any]:
-    """Seconds to import ``module`` in ``repeats`` fresh interpreters (the interpreter's own start-up
-    excluded), or the error of the first import that failed."""
+def time_cold_import(modules: str | Sequence[str], repeats: int = IMPORT_REPEATS,
+                     installation: Installation = MAIN) -> dict[str, Any]:
+    """Seconds to import ``modules`` (in order) in ``repeats`` fresh interpreters of
+    ``installation`` (the interpreter's own start-up excluded), or the error of the first import
+    that failed."""
+    names = as_modules(modules)
     samples = []
     for _ in range(repeats):
         try:
-            done = subprocess.run([sys.executable, "-c", _TIME_IMPORT, module], capture_output=True, text=True,
-                                  timeout=SUBPROCESS_TIMEOUT_SECONDS, check=False)
+            done = subprocess.run([installation.python, "-c", _TIME_IMPORT, *names], capture_output=True, text=True,
+                                  timeout=SUBPROCESS_TIMEOUT_SECONDS, check=False,
+                                  env=installation.process_environment())
         except subprocess.TimeoutExpired:
-            return {"error": f"import {module} took over {SUBPROCESS_TIMEOUT_SECONDS} s"}
+            return {"error": f"import {names[0]} took over {SUBPROCESS_TIMEOUT_SECONDS} s"}
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            return {"error": f"import {module} failed: {last[:200]}"}
+            return {"error": f"import {names[0]} failed: {last[:200]}"}
         samples.append(float(done.stdout.strip().splitlines()[-1]))
     return {"seconds": samples}
 
 
-def _import_name(data: ScoringData, adapter_id: str) -> tuple[str | None, str | None]:
+def _framework_modules(data: ScoringData, adapter_id: str) -> tuple[tuple[str, ...] | None, str | None]:
+    """The framework modules a run of the adapter imports (its import name first)."""
     adapter, reason = _adapter_class(data, adapter_id)
     if adapter is None:
         return None, reason
-    name = getattr(adapter, "import_name", None)
-    return (name, None) if name else (None, f"adapter {adapter_id!r} declares no import name")
+    modules = framework_modules(adapter)
+    return (modules, None) if modules else (None, f"adapter {adapter_id!r} declares no import name")
+
+
+def _measured(data: ScoringData, adapter_id: str, kind: str,
+              measure: Callable[..., dict[str, Any]]) -> tuple[dict[str, Any] | None, str | None]:
+    """``measure(modules, installation=...)`` of what a run imports of the adapter's framework, in a
+    fresh interpreter where the adapter runs, cached per modules, distribution version and environment."""
+    modules, reason = _framework_modules(data, adapter_id)
+    name, version, dist_reason = _framework_distribution(data, adapter_id)
+    if modules is None or dist_reason is not None or name is None or version is None:
+        return None, reason or dist_reason
+    installation, reason = _installation(data, adapter_id)
+    if installation is None:
+        return None, reason
+    key = f"{kind}|{'+'.join(modules)}|{_canonical(name)}|{version}|{installation.cache_tag}"
+    result = data.cache.get_or_compute(key, lambda: measure(modules, installation=installation))
+    return (None, result["error"]) if "error" in result else (result, None)
 
 
 def cold_import(data: ScoringData, adapter_id: str) -> tuple[list[float] | None, str | None]:
-    module, reason = _import_name(data, adapter_id)
-    name, version, dist_reason = _framework_distribution(data, adapter_id)
-    if module is None or dist_reason is not None:
-        return None, reason or dist_reason
-    key = f"import|{module}|{_canonical(name)}|{version}|{_PYTHON}|{sys.executable}"
-    result = data.cache.get_or_compute(key, lambda: time_cold_import(module))
-    return (None, result["error"]) if "error" in result else (result["seconds"], None)
+    result, reason = _measured(data, adapter_id, "import", time_cold_import)
+    return (None, reason) if result is None else (result["seconds"], None)
 
 
 # -- public-API introspection ------------------------------------------------------------------------
@@ -338,6 +373,11 @@ import importlib, inspect, json, sys
 name = sys.argv[1]
 top = name.split(".")[0]
 root = importlib.import_module(name)
+for further in sys.argv[2:]:  # the framework modules the adapter imports
+    try:
+        importlib.import_module(further)
+    except ImportError:
+        pass
 # The public API: the package and the public submodules importing it brings in (importing every
 # submodule of a large framework would be slow and can fail on optional dependencies).
 modules = [root] + [
@@ -383,7 +423,10 @@ def visit(obj, method=False):
 
 for module in modules:
     for attribute in public_names(module):
-        obj = getattr(module, attribute, None)
+        try:
+            obj = getattr(module, attribute, None)
+        except Exception:  # a lazy attribute whose optional dependency is missing (gymnasium's jax parts)
+            continue
         if not (inspect.isclass(obj) or inspect.isfunction(obj)):
             continue
         if (getattr(obj, "__module__", None) or "").split(".")[0] != top:
@@ -402,27 +445,24 @@ print(json.dumps(counts))
 '''
 
 
-def introspect_api(module: str) -> dict[str, Any]:
-    """Docstring and type-hint counts of ``module``'s public API, measured in a fresh interpreter."""
+def introspect_api(modules: str | Sequence[str], installation: Installation = MAIN) -> dict[str, Any]:
+    """Docstring and type-hint counts of the public API of ``modules`` (the first is the package
+    walked; the others are imported first so that the submodules they load are walked too),
+    measured in a fresh interpreter of ``installation``."""
+    names = as_modules(modules)
     try:
-        done = subprocess.run([sys.executable, "-c", _INTROSPECT, module], capture_output=True, text=True,
-                              timeout=SUBPROCESS_TIMEOUT_SECONDS, check=False)
+        done = subprocess.run([installation.python, "-c", _INTROSPECT, *names], capture_output=True, text=True,
+                              timeout=SUBPROCESS_TIMEOUT_SECONDS, check=False, env=installation.process_environment())
     except subprocess.TimeoutExpired:
-        return {"error": f"introspecting {module} took over {SUBPROCESS_TIMEOUT_SECONDS} s"}
+        return {"error": f"introspecting {names[0]} took over {SUBPROCESS_TIMEOUT_SECONDS} s"}
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"error": f"import {module} failed: {last[:200]}"}
+        return {"error": f"import {names[0]} failed: {last[:200]}"}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def _api_counts(data: ScoringData, adapter_id: str) -> tuple[dict[str, Any] | None, str | None]:
-    module, reason = _import_name(data, adapter_id)
-    name, version, dist_reason = _framework_distribution(data, adapter_id)
-    if module is None or dist_reason is not None:
-        return None, reason or dist_reason
-    result = data.cache.get_or_compute(f"api|{module}|{_canonical(name)}|{version}|{_PYTHON}",
-                                       lambda: introspect_api(module))
-    return (None, result["error"]) if "error" in result else (result, None)
+    return _measured(data, adapter_id, "api", introspect_api)
 
 
 def docstring_coverage(data: ScoringData, adapter_id: str) -> tuple[float | None, str | None]:
@@ -560,11 +600,11 @@ def classify_licence(text: str) -> tuple[str, float] | None:
     return None
 
 
-def _metadata_licence(distribution: str) -> str | None:
-    try:
-        metadata = importlib.metadata.metadata(distribution)
-    except importlib.metadata.PackageNotFoundError:
+def _metadata_licence(distribution: str, installation: Installation = MAIN) -> str | None:
+    found = installation.distribution(distribution)
+    if found is None:
         return None
+    metadata = found.metadata
     expression = metadata.get("License-Expression")
     if expression:
         return expression
@@ -591,7 +631,8 @@ def licence(data: ScoringData) -> CriterionResult:
         source = "registry"
         if text is None:
             name, _, package_reason = _framework_distribution(data, adapter_id)
-            text = _metadata_licence(name) if name else None
+            installation, _ = _installation(data, adapter_id)
+            text = _metadata_licence(name, installation or MAIN) if name else None
             source = "package metadata"
             if text is None:
                 reasons = [registry_reason or "the registry entry has no licence",
@@ -723,17 +764,20 @@ CRITERIA: tuple[Criterion, ...] = (
     Criterion(
         id="cold_import", title="Cold import time", category=DEVELOPMENT, unit="s", direction=LOWER,
         per_workload=False, compute=_simple(cold_import),
-        method=f"Seconds to import the framework's top-level module in {IMPORT_REPEATS} fresh Python "
-               "interpreters (the interpreter's own start-up excluded); the repeats give the interval. "
-               "Cached per distribution version." + _RATIO,
+        method=f"Seconds to import, in {IMPORT_REPEATS} fresh Python interpreters of the environment the "
+               "adapter runs in (the interpreter's own start-up excluded), what a run imports of the "
+               "framework: its import name and every module of its package the adapter module imports "
+               "(a framework whose top-level package is empty is not timed on next to nothing). The "
+               "repeats give the interval. Cached per distribution version and environment." + _RATIO,
     ),
     Criterion(
         id="docstring_coverage", title="Public-API docstring coverage", category=DEVELOPMENT, unit="share",
         direction=HIGHER, normalization="share", per_workload=False, compute=_simple(docstring_coverage),
         method="Share of public classes, functions and methods with a non-empty docstring, introspected "
-               "in a fresh interpreter: the names the top-level package and its public submodules export "
-               "(``__all__`` where defined), defined in the package itself, and the public methods of "
-               "those classes.",
+               "in a fresh interpreter of the environment the adapter runs in, after importing what a run "
+               "imports of the framework (as for the cold import time): the names the framework package "
+               "and its public submodules then loaded export (``__all__`` where defined), defined in the "
+               "package itself, and the public methods of those classes.",
     ),
     Criterion(
         id="type_hint_coverage", title="Public-API type-hint coverage", category=DEVELOPMENT, unit="share",

@@ -93,7 +93,8 @@ def _build(args: argparse.Namespace, plugins: Plugins, formats: tuple[str, ...] 
     with Store(args.store) as store:
         store.check_readable()
     options = ScoringOptions(reps=args.reps or DEFAULT_REPS, seed=args.seed or 0)
-    return build_report(args.store, plugins, profile, options, MeasurementCache.default(),
+    cache = MeasurementCache.default(log=lambda message: print(f"rlcompare: {message}", file=sys.stderr))
+    return build_report(args.store, plugins, profile, options, cache,
                         out_dir=getattr(args, "out", None), formats=formats, weights_file=args.weights,
                         authors=args.author)
 

@@ -1,0 +1,200 @@
+"""Where an adapter's framework is installed, and which of its modules a training run needs.
+
+An adapter that fits the main environment is measured there; one that runs in an environment of
+its own (numpy<2, an old gymnasium, a pinned torch: :mod:`rlcompare.environments`) is measured in
+that environment, the one its recorded runs used, else the newest one built for it. Without this,
+every development criterion that reads installed packages would be missing for exactly the
+frameworks isolation exists for, and a criterion missing for one compared adapter is left out of
+everyone's overall score.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib.metadata
+import inspect
+import json
+import os
+import platform
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rlcompare.criteria_api import ScoringData
+
+
+@dataclass(frozen=True)
+class Installation:
+    """A Python environment the criteria read metadata from and start interpreters in."""
+
+    python: str
+    #: Where its distributions live; None: this interpreter's own ``sys.path``.
+    site_packages: tuple[str, ...] | None
+    python_version: str
+    #: The adapter environment's key; None for the main environment.
+    environment_key: str | None = None
+
+    @property
+    def label(self) -> str:
+        return "the main environment" if self.environment_key is None else f"environment {self.environment_key}"
+
+    @property
+    def cache_tag(self) -> str:
+        """Part of every cache key of a measurement made here."""
+        return f"{self.python}|py{self.python_version}"
+
+    def distribution(self, name: str) -> importlib.metadata.Distribution | None:
+        if self.site_packages is None:
+            try:
+                return importlib.metadata.distribution(name)
+            except importlib.metadata.PackageNotFoundError:
+                return None
+        return next(iter(importlib.metadata.Distribution.discover(name=name, path=list(self.site_packages))), None)
+
+    def version(self, name: str) -> str | None:
+        distribution = self.distribution(name)
+        return None if distribution is None else distribution.version
+
+    def marker_environment(self) -> dict[str, str]:
+        """What requirement markers see in this environment (its Python may not be this one)."""
+        major, minor = self.python_version.split(".")[:2]
+        return {"python_version": f"{major}.{minor}", "python_full_version": self.python_version}
+
+    def process_environment(self) -> dict[str, str]:
+        """The environment variables of an interpreter started here: an adapter environment's gets
+        nothing of this process's import path (as its workers do)."""
+        env = dict(os.environ)
+        if self.environment_key is not None:
+            from rlcompare.execution.backend import enter_environment
+
+            enter_environment(env, self.python)
+        return env
+
+
+MAIN = Installation(sys.executable, None, platform.python_version())
+
+
+def _environment_installation(folder: Path) -> Installation | None:
+    """The installation of a complete adapter environment folder, or None when it is not one."""
+    from rlcompare.environments.manager import COMPLETE, INFO
+
+    if not (folder / COMPLETE).exists():
+        return None
+    try:
+        info = json.loads((folder / INFO).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    site_packages = tuple(str(path) for path in sorted(folder.glob("lib/python*/site-packages")))
+    version = str(info.get("python_version") or "")
+    if not site_packages or not version:
+        return None
+    return Installation(str(folder / "bin" / "python"), site_packages, version, str(info.get("key") or folder.name))
+
+
+def _recorded_environments(data: ScoringData, adapter_id: str) -> list[Path]:
+    """The environment folders the adapter's runs recorded, newest run first."""
+    runs = data.runs
+    if "environment_json" not in runs.columns:
+        return []
+    rows = runs[(runs["adapter"] == adapter_id) & runs["environment_json"].notna()]
+    if "finished_at" in rows.columns:
+        rows = rows.sort_values("finished_at", ascending=False, na_position="last")
+    folders: list[Path] = []
+    for text in rows["environment_json"]:
+        try:
+            python = json.loads(text)["python"] if isinstance(text, str) else text["python"]
+        except (ValueError, KeyError, TypeError):
+            continue
+        folder = Path(python).parent.parent
+        if folder not in folders:
+            folders.append(folder)
+    return folders
+
+
+def installation_of(data: ScoringData, adapter_class: Any) -> tuple[Installation | None, str | None]:
+    """(where the adapter's framework is installed, None) or (None, why it is nowhere to measure).
+
+    The environment its recorded runs ran in, if it is still there; else the main environment
+    when the adapter fits there; else the newest environment built for it."""
+
+    def find() -> tuple[Installation | None, str | None]:
+        for folder in _recorded_environments(data, adapter_class.id):
+            found = _environment_installation(folder)
+            if found is not None:
+                return found, None
+        from rlcompare.environments.manager import COMPLETE, environments_root, isolation_reason
+
+        reason = isolation_reason(adapter_class)
+        if reason is None:
+            return MAIN, None
+        built = sorted((path.parent for path in environments_root().glob(f"{adapter_class.id}-*/{COMPLETE}")),
+                       key=lambda folder: (folder / COMPLETE).stat().st_mtime, reverse=True)
+        for folder in built:
+            found = _environment_installation(folder)
+            if found is not None:
+                return found, None
+        return None, (f"adapter {adapter_class.id!r} needs an environment of its own ({reason}) and none is built "
+                      f"(`rlcompare env build {adapter_class.id}`)")
+
+    return data.memo(f"installation|{adapter_class.id}", find)
+
+
+# -- the framework modules a run imports ------------------------------------------------------------
+
+
+def _type_checking_only(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def imported_modules(source: str, top: str) -> list[str]:
+    """Modules of the package ``top`` that ``source`` imports anywhere (inside functions too, where
+    adapters import their framework lazily), in order of appearance; ``if TYPE_CHECKING:`` blocks
+    and relative imports excluded."""
+    found: list[str] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _type_checking_only(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append(node.module)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(source))
+    return list(dict.fromkeys(name for name in found if name == top or name.startswith(top + ".")))
+
+
+@functools.cache
+def _module_source(module_name: str) -> str | None:
+    module = sys.modules.get(module_name)
+    try:
+        return inspect.getsource(module) if module is not None else None
+    except (OSError, TypeError):
+        return None
+
+
+def framework_modules(adapter_class: Any) -> tuple[str, ...]:
+    """What a run of the adapter imports of its framework: the framework's import name, then every
+    module of the framework's package the adapter module imports. Importing only a framework's
+    top-level package would time (and introspect) next to nothing for a framework whose top level is
+    empty (``import skrl`` loads neither torch nor an agent) against everything for one whose top
+    level imports its whole API (``import stable_baselines3``)."""
+    name = getattr(adapter_class, "import_name", None)
+    if not name:
+        return ()
+    source = _module_source(adapter_class.__module__)
+    imported = imported_modules(source, name.split(".")[0]) if source else []
+    return tuple(dict.fromkeys([name, *imported]))
+
+
+def as_modules(modules: str | Sequence[str]) -> list[str]:
+    return [modules] if isinstance(modules, str) else list(modules)
