@@ -245,3 +245,18 @@ def test_digest_covers_the_profile_the_options_and_the_version(monkeypatch: pyte
 
     monkeypatch.setattr(rlcompare, "__version__", "9.9.9")
     assert _digest(RUNS, CURVES) != BASE_DIGEST
+
+
+def test_the_published_reference_bundle_verifies_and_its_digest_is_the_one_cited() -> None:
+    """reports/quick is cited by digest in reports/README.md: the bundle must verify with the
+    installed criteria, and the README, the BibTeX and the CFF must all cite its digest."""
+    from tests.conftest import ROOT, run_cli
+
+    quick = ROOT / "reports" / "quick"
+    document = json.loads((quick / "rlcompare-bundle.json").read_text(encoding="utf-8"))
+    done = run_cli(["verify", str(quick / "rlcompare-bundle.json")])
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"verified: digest {document['digest']}" in done.stdout
+    for cited in (ROOT / "reports" / "README.md", quick / "rlcompare-matrix.bib", quick / "CITATION.cff",
+                  quick / "rlcompare-report.md"):
+        assert document["digest"] in cited.read_text(encoding="utf-8"), cited
