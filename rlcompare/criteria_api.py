@@ -212,15 +212,17 @@ class MeasurementCache:
                     self._data = {}  # a damaged cache is only a slower run, never an error
         return self._data
 
-    def get_or_compute(self, key: str, compute: Callable[[], Any]) -> Any:
+    def get_or_compute(self, key: str, compute: Callable[[], Any], what: str | None = None) -> Any:
+        """The value kept under ``key``, else ``compute()``'s, kept; ``what`` names the measurement
+        for the log (default: the key's first two parts)."""
         data = self._load()
         if key not in data or (self.refresh and key not in self._fresh):
             if self.log is not None:
-                kind, _, rest = key.partition("|")
-                subject = rest.split("|")[0]
-                subject = subject if len(subject) <= 60 else subject[:57] + "..."
+                if what is None:
+                    kind, _, rest = key.partition("|")
+                    what = f"{kind} of {rest.split('|')[0][:60]}"
                 where = "" if self.path is None else f"; kept in {self.path}"
-                self.log(f"measuring {kind} of {subject} (once{where})")
+                self.log(f"measuring {what} (once{where})")
             data[key] = compute()
             self._fresh.add(key)
             self._save()

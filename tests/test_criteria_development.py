@@ -344,8 +344,12 @@ def train():
     from lazyfw.agents.ppo import PPO
     import lazyfw.trainers, numpy
     from lazyfw.agents.ppo import PPO_CFG
+    importlib.import_module("lazyfw.memories")
+    __import__("lazyfw.models")
+    import_module(name_chosen_at_run_time)
 '''
-    assert imported_modules(source, "lazyfw") == ["lazyfw", "lazyfw.runtime", "lazyfw.agents.ppo", "lazyfw.trainers"]
+    assert imported_modules(source, "lazyfw") == ["lazyfw", "lazyfw.runtime", "lazyfw.agents.ppo", "lazyfw.trainers",
+                                                  "lazyfw.memories", "lazyfw.models"]
 
 
 LAZY_FRAMEWORK = {

@@ -237,7 +237,8 @@ def test_development_criteria_measure_an_isolated_adapter_in_its_own_environment
     seconds = value("cold_import")
     assert len(seconds) == development.IMPORT_REPEATS and all(0 < s < 60 for s in seconds)
     assert 0 < value("docstring_coverage")[0] <= 1
-    assert any(line.startswith("measuring import of gymnasium") for line in logged), logged
+    assert f"measuring the cold import of gymnasium, in environment {recorded['key']} (once; kept in " \
+           f"{tmp_path / 'm.json'})" in logged, logged
     # the same adapter with its environment gone and none built: missing, saying how to build one
     gone = runs.assign(environment_json=None)
     monkeypatch.setenv("RLCOMPARE_CACHE_DIR", str(tmp_path / "empty-cache"))

@@ -284,7 +284,8 @@ def _footprint(data: ScoringData, adapter_id: str) -> tuple[dict[str, Any] | Non
     assert installation is not None  # _framework_distribution found one
     requirements = tuple(getattr(adapter, "install_requires", ()) or ()) or tuple(adapter.distributions)
     key = f"install|{'+'.join(sorted(requirements))}|{version}|{installation.cache_tag}"
-    return data.cache.get_or_compute(key, lambda: install_closure(*requirements, installation=installation)), None
+    return data.cache.get_or_compute(key, lambda: install_closure(*requirements, installation=installation),
+                                     f"the install footprint of {adapter_id} in {installation.label}"), None
 
 
 def install_size(data: ScoringData, adapter_id: str) -> tuple[float | None, str | None]:
@@ -344,8 +345,8 @@ def _framework_modules(data: ScoringData, adapter_id: str) -> tuple[tuple[str, .
     return (modules, None) if modules else (None, f"adapter {adapter_id!r} declares no import name")
 
 
-def _measured(data: ScoringData, adapter_id: str, kind: str,
-              measure: Callable[..., dict[str, Any]]) -> tuple[dict[str, Any] | None, str | None]:
+def _measured(data: ScoringData, adapter_id: str, kind: str, measure: Callable[..., dict[str, Any]],
+              what: str) -> tuple[dict[str, Any] | None, str | None]:
     """``measure(modules, installation=...)`` of what a run imports of the adapter's framework, in a
     fresh interpreter where the adapter runs, cached per modules, distribution version and environment."""
     modules, reason = _framework_modules(data, adapter_id)
@@ -356,12 +357,14 @@ def _measured(data: ScoringData, adapter_id: str, kind: str,
     if installation is None:
         return None, reason
     key = f"{kind}|{'+'.join(modules)}|{_canonical(name)}|{version}|{installation.cache_tag}"
-    result = data.cache.get_or_compute(key, lambda: measure(modules, installation=installation))
+    more = f", {len(modules) - 1} modules of it its adapter imports" if len(modules) > 1 else ""
+    result = data.cache.get_or_compute(key, lambda: measure(modules, installation=installation),
+                                       f"{what} of {modules[0]}{more}, in {installation.label}")
     return (None, result["error"]) if "error" in result else (result, None)
 
 
 def cold_import(data: ScoringData, adapter_id: str) -> tuple[list[float] | None, str | None]:
-    result, reason = _measured(data, adapter_id, "import", time_cold_import)
+    result, reason = _measured(data, adapter_id, "import", time_cold_import, "the cold import")
     return (None, reason) if result is None else (result["seconds"], None)
 
 
@@ -462,7 +465,7 @@ def introspect_api(modules: str | Sequence[str], installation: Installation = MA
 
 
 def _api_counts(data: ScoringData, adapter_id: str) -> tuple[dict[str, Any] | None, str | None]:
-    return _measured(data, adapter_id, "api", introspect_api)
+    return _measured(data, adapter_id, "api", introspect_api, "the public API")
 
 
 def docstring_coverage(data: ScoringData, adapter_id: str) -> tuple[float | None, str | None]:

@@ -151,10 +151,19 @@ def _type_checking_only(node: ast.If) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
+def _imports_by_name(call: ast.Call) -> bool:
+    """``import_module("literal")`` (plain or as ``importlib.import_module``) or ``__import__("literal")``."""
+    function = call.func
+    name = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", None)
+    return (name in ("import_module", "__import__") and bool(call.args) and isinstance(call.args[0], ast.Constant)
+            and isinstance(call.args[0].value, str))
+
+
 def imported_modules(source: str, top: str) -> list[str]:
     """Modules of the package ``top`` that ``source`` imports anywhere (inside functions too, where
-    adapters import their framework lazily), in order of appearance; ``if TYPE_CHECKING:`` blocks
-    and relative imports excluded."""
+    adapters import their framework lazily; by import statements or by a literal name given to
+    ``importlib.import_module`` or ``__import__``), in order of appearance; ``if TYPE_CHECKING:``
+    blocks and relative imports excluded."""
     found: list[str] = []
 
     def visit(node: ast.AST) -> None:
@@ -166,6 +175,8 @@ def imported_modules(source: str, top: str) -> list[str]:
             found.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found.append(node.module)
+        elif isinstance(node, ast.Call) and _imports_by_name(node):
+            found.append(node.args[0].value)  # importlib.import_module("pkg.mod"), __import__("pkg.mod")
         for child in ast.iter_child_nodes(node):
             visit(child)
 
