@@ -293,6 +293,33 @@ def test_an_interrupted_build_is_built_again_and_remove_removes_it(isolated_plug
     assert manager.remove() == [again.path] and not any((tmp_path / "environments" / "bytecode").rglob("*.pyc"))
 
 
+def test_an_environment_whose_checkout_is_gone_is_listed_stale_and_removed_alone(isolated_plugin: Path,
+                                                                                  tmp_path: Path) -> None:
+    """An environment links rlcompare and the adapter's package of the checkout it was built for;
+    when that checkout is deleted, `env list` says stale and `env remove --stale` removes it and
+    nothing else."""
+    import shutil
+
+    from tinyenv_rlcompare import TinyEnvAdapter
+
+    manager = EnvironmentManager(tmp_path / "cache" / "environments")
+    spec = EnvironmentSpec.for_adapter(TinyEnvAdapter)
+    current = manager.ensure(spec)
+    checkout = tmp_path / "old-checkout"
+    shutil.copytree(Path(spec.sources[1]), checkout / "tinyenv_rlcompare")
+    old = manager.ensure(EnvironmentSpec(spec.adapter, spec.requirements, spec.python,
+                                         (spec.sources[0], str(checkout / "tinyenv_rlcompare"))))
+    assert old.key != current.key
+    shutil.rmtree(checkout)
+    listed = _cli(["env", "list"], tmp_path / "cache")
+    states = {row.split("\t")[1]: row.split("\t")[2] for row in listed.stdout.splitlines()[1:]}
+    assert states == {current.key: "ready", old.key: "stale"}, listed.stdout + listed.stderr
+    removed = _cli(["env", "remove", "--stale"], tmp_path / "cache")
+    assert removed.returncode == 0, removed.stderr
+    assert removed.stdout.strip() == f"removed\t{old.path}"
+    assert [state.key for state in manager.states()] == [current.key] and not old.path.exists()
+
+
 @pytest.mark.parametrize("action", ["build", "list", "remove"])
 def test_a_bad_adapter_name_is_one_line_with_a_suggestion_and_exit_2(action: str, tmp_path: Path) -> None:
     done = _cli(["env", action, "tinyenb"], tmp_path)

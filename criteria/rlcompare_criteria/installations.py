@@ -94,6 +94,13 @@ def _environment_installation(folder: Path) -> Installation | None:
     return Installation(str(folder / "bin" / "python"), site_packages, version, str(info.get("key") or folder.name))
 
 
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # removed meanwhile
+        return 0.0
+
+
 def _recorded_environments(data: ScoringData, adapter_id: str) -> list[Path]:
     """The environment folders the adapter's runs recorded, newest run first."""
     runs = data.runs
@@ -125,13 +132,14 @@ def installation_of(data: ScoringData, adapter_class: Any) -> tuple[Installation
             found = _environment_installation(folder)
             if found is not None:
                 return found, None
-        from rlcompare.environments.manager import COMPLETE, environments_root, isolation_reason
+        from rlcompare.environments.manager import COMPLETE, environments_root, isolation_reason, sources_gone
 
         reason = isolation_reason(adapter_class)
         if reason is None:
             return MAIN, None
-        built = sorted((path.parent for path in environments_root().glob(f"{adapter_class.id}-*/{COMPLETE}")),
-                       key=lambda folder: (folder / COMPLETE).stat().st_mtime, reverse=True)
+        built = sorted((path.parent for path in environments_root().glob(f"{adapter_class.id}-*/{COMPLETE}")
+                        if not sources_gone(path.parent)),  # a stale one holds another checkout's adapter
+                       key=lambda folder: _mtime(folder / COMPLETE), reverse=True)
         for folder in built:
             found = _environment_installation(folder)
             if found is not None:

@@ -24,6 +24,9 @@ def add_commands(subparsers: Any) -> None:
                      help="one adapter (default: list and remove every environment; build those of the "
                           "adapters that do not fit the main environment)")
     env.add_argument("--refresh", action="store_true", help="with build: resolve the requirements again")
+    env.add_argument("--stale", action="store_true",
+                     help="with remove: only environments whose linked sources are gone (built for a checkout "
+                          "or virtualenv that was moved or deleted)")
     env.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -63,7 +66,7 @@ def cmd_env(args: argparse.Namespace) -> int:
         print(f"# {len(states)} environments in {manager.root}", file=sys.stderr)
         return 0
     if args.action == "remove":
-        removed = manager.remove(args.adapter)
+        removed = manager.remove(args.adapter, stale_only=args.stale)
         for path in removed:
             print(f"removed\t{path}")
         print(f"# {len(removed)} environments removed", file=sys.stderr)

@@ -206,7 +206,7 @@ class EnvironmentState:
     adapter: str
     key: str
     path: Path
-    state: str  # ready, incomplete (an interrupted build), building
+    state: str  # ready, stale (the checkout its sources link to is gone), incomplete (an interrupted build), building
     total_bytes: int
     own_bytes: int
     info: dict[str, Any]
@@ -392,7 +392,7 @@ class EnvironmentManager:
             if not match or not path.is_dir() or (adapter is not None and match["adapter"] != adapter):
                 continue
             if (path / COMPLETE).exists():
-                state = "ready"
+                state = "stale" if sources_gone(path) else "ready"
             else:
                 with _exclusive(path.with_name(path.name + ".lock"), blocking=False) as free:
                     state = "incomplete" if free else "building"
@@ -403,20 +403,33 @@ class EnvironmentManager:
     def adapters_present(self) -> set[str]:
         return {state.adapter for state in self.states()}
 
-    def remove(self, adapter: str | None = None) -> list[Path]:
+    def remove(self, adapter: str | None = None, stale_only: bool = False) -> list[Path]:
         """Remove the environments of ``adapter`` (all of them when None, and then the kept
-        bytecode too); a build in progress finishes first (its lock is waited for)."""
+        bytecode too; with ``stale_only`` only those whose linked sources are gone, and the kept
+        bytecode stays); a build in progress finishes first (its lock is waited for)."""
         removed = []
         for state in self.states(adapter):
+            if stale_only and state.state != "stale":
+                continue
             lock = state.path.with_name(state.path.name + ".lock")
             with _exclusive(lock):
                 (state.path / COMPLETE).unlink(missing_ok=True)  # first: a half-removed one is never "ready"
                 _remove_tree(state.path)
             lock.unlink(missing_ok=True)
             removed.append(state.path)
-        if adapter is None:  # everything goes, kept bytecode included (it outlives single removals)
+        if adapter is None and not stale_only:  # everything goes, kept bytecode included (it outlives single removals)
             prune(self.root / BYTECODE)
         return removed
+
+
+def sources_gone(path: Path) -> bool:
+    """Whether a source an environment links to (rlcompare, the adapter's package) no longer exists:
+    the checkout or virtualenv it was built for was moved or deleted. Its key names those sources,
+    so no run uses it again; ``rlcompare env remove --stale`` reclaims it."""
+    try:
+        return any(not link.exists() for link in (path / SOURCES).iterdir())
+    except OSError:
+        return True
 
 
 def _read_info(path: Path) -> dict[str, Any]:
