@@ -212,9 +212,10 @@ class MeasurementCache:
                     self._data = {}  # a damaged cache is only a slower run, never an error
         return self._data
 
-    def get_or_compute(self, key: str, compute: Callable[[], Any], what: str | None = None) -> Any:
-        """The value kept under ``key``, else ``compute()``'s, kept; ``what`` names the measurement
-        for the log (default: the key's first two parts)."""
+    def get_or_compute(self, key: str, compute: Callable[[], Any], what: str | None = None,
+                       keep: Callable[[Any], bool] | None = None) -> Any:
+        """The value kept under ``key``, else ``compute()``'s, kept unless ``keep`` says no (an error
+        worth retrying); ``what`` names the measurement for the log (default: the key's first two parts)."""
         data = self._load()
         if key not in data or (self.refresh and key not in self._fresh):
             if self.log is not None:
@@ -223,7 +224,10 @@ class MeasurementCache:
                     what = f"{kind} of {rest.split('|')[0][:60]}"
                 where = "" if self.path is None else f"; kept in {self.path}"
                 self.log(f"measuring {what} (once{where})")
-            data[key] = compute()
+            value = compute()
+            if keep is not None and not keep(value):
+                return value
+            data[key] = value
             self._fresh.add(key)
             self._save()
         return data[key]

@@ -350,13 +350,37 @@ def train():
 '''
     assert imported_modules(source, "lazyfw") == ["lazyfw", "lazyfw.runtime", "lazyfw.agents.ppo", "lazyfw.trainers",
                                                   "lazyfw.memories", "lazyfw.models"]
+    # bodies that never run are left out; a home-made TYPE_CHECKING flag that does run is not
+    never = """
+import typing as t
+if t.TYPE_CHECKING:
+    import lazyfw.hint_only
+if False:
+    import lazyfw.dead
+if 0:
+    import lazyfw.dead_too
+"""
+    assert imported_modules(never, "lazyfw") == []
+    home_made = """
+TYPE_CHECKING = True
+if TYPE_CHECKING:
+    from lazyfw.agents import Agent
+"""
+    assert imported_modules(home_made, "lazyfw") == ["lazyfw.agents"]
 
 
 LAZY_FRAMEWORK = {
     "lazyfw/__init__.py": '"""A framework whose top-level package imports nothing."""\n',
     "lazyfw/agents.py": '"""What training needs: slow to import."""\nimport time\n\ntime.sleep(0.4)\n\n\n'
                         'class Agent:\n    """An agent."""\n',
+    "lazyfw/broken.py": 'raise RuntimeError("an optional part that does not work here")\n',
     "lazyfw-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: lazyfw\nVersion: 1.0\n",
+    "lazyfw_pkg_adapter/__init__.py": (
+        '"""An adapter package whose framework imports live in a helper module."""\n'
+        "from tests.test_criteria_development import PluggyAdapter\n\n\n"
+        "class PackagedAdapter(PluggyAdapter):\n"
+        '    id = "packaged"\n    framework = "lazy-fw"\n    import_name = "lazyfw"\n    distributions = ("lazyfw",)\n'),
+    "lazyfw_pkg_adapter/helpers.py": "def agent():\n    from lazyfw.agents import Agent\n    return Agent\n",
     "lazyfw-1.0.dist-info/top_level.txt": "lazyfw\n",
     "lazyfw_adapter.py": (
         '"""The adapter of lazyfw: imports its agents lazily, as adapters do."""\n'
@@ -397,3 +421,57 @@ def test_a_framework_with_an_empty_top_level_is_timed_on_what_a_run_imports(
     counts = development.introspect_api(["lazyfw", "lazyfw.agents"])
     assert counts["objects"] == 1 and counts["documented"] == 1  # lazyfw.agents.Agent, reached through the run's imports
     assert development.introspect_api("lazyfw")["objects"] == 0
+    # imports in a helper module of the adapter's package count too
+    from lazyfw_pkg_adapter import PackagedAdapter
+
+    assert framework_modules(PackagedAdapter) == ("lazyfw", "lazyfw.agents")
+    # an optional module that raises (not only ImportError) is skipped and named, after one warm-up
+    calls: list[list[str]] = []
+    real_run_in = development._run_in
+    monkeypatch.setattr(development, "_run_in", lambda *a: calls.append(list(a[2])) or real_run_in(*a))
+    timed = development.time_cold_import(["lazyfw", "lazyfw.broken"], repeats=2)
+    assert len(timed["seconds"]) == 2 and len(calls) == 3  # the first import is discarded
+    assert timed["skipped"] == ["lazyfw.broken: RuntimeError"]
+
+
+def test_an_import_name_that_is_not_the_frameworks_own_is_not_measured(tmp_path: Path) -> None:
+    """Gaming attempt: ``import_name = "json"`` would time the standard library (milliseconds) and
+    introspect its well-documented API in the framework's place."""
+
+    class Disguised(PluggyAdapter):
+        id = "disguised"
+        import_name = "json"
+
+    register = Register()
+    register.add_adapter(Disguised)
+    plugins = Plugins(manager=pluggy.PluginManager("rlcompare"), register=register, errors=[])
+    path = write_store(tmp_path / "store.db", [(run_record(workload_spec("w"), "disguised", 0, framework="pluggy-fw",
+                                                           final_return=1.0, finished_at=FINISHED_AT), [])])
+    with Store(path) as store:
+        data = ScoringData(store.runs_frame(), plugins=plugins, cache=MeasurementCache(None))
+    for criterion_id in ("cold_import", "docstring_coverage", "type_hint_coverage"):
+        result = _criterion(criterion_id).compute(data)
+        assert result.values.empty
+        assert _missing(result)["disguised"] == ("adapter 'disguised': import name 'json' is not a package of any "
+                                                 "distribution it declares (pluggy)")
+
+
+def test_a_failed_measurement_is_not_kept_and_an_interpreter_that_is_gone_is_one_line(tmp_path: Path) -> None:
+    from rlcompare_criteria.installations import Installation
+
+    gone = Installation(str(tmp_path / "env" / "bin" / "python"), (str(tmp_path),), "3.11.7", "0123456789abcdef")
+    result = development.time_cold_import("json", repeats=1, installation=gone)
+    assert result["error"].startswith("environment 0123456789abcdef cannot start Python (")
+    cache = MeasurementCache(tmp_path / "m.json")
+    attempts: list[int] = []
+
+    def failing() -> dict[str, str]:
+        attempts.append(1)
+        return {"error": "import x failed"}
+
+    keep = lambda value: "error" not in value  # noqa: E731
+    assert cache.get_or_compute("import|x", failing, keep=keep) == {"error": "import x failed"}
+    assert MeasurementCache(tmp_path / "m.json").get_or_compute("import|x", failing, keep=keep) == failing()
+    assert len(attempts) == 3  # measured each time: an error is never read back from the cache
+    assert cache.get_or_compute("import|y", lambda: {"seconds": [1.0]}, keep=keep) == {"seconds": [1.0]}
+    assert MeasurementCache(tmp_path / "m.json").get_or_compute("import|y", failing, keep=keep) == {"seconds": [1.0]}

@@ -293,8 +293,8 @@ def test_an_interrupted_build_is_built_again_and_remove_removes_it(isolated_plug
     assert manager.remove() == [again.path] and not any((tmp_path / "environments" / "bytecode").rglob("*.pyc"))
 
 
-def test_an_environment_whose_checkout_is_gone_is_listed_stale_and_removed_alone(isolated_plugin: Path,
-                                                                                  tmp_path: Path) -> None:
+def test_an_environment_whose_checkout_is_gone_is_listed_stale_and_removed_alone(
+        isolated_plugin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An environment links rlcompare and the adapter's package of the checkout it was built for;
     when that checkout is deleted, `env list` says stale and `env remove --stale` removes it and
     nothing else."""
@@ -314,10 +314,32 @@ def test_an_environment_whose_checkout_is_gone_is_listed_stale_and_removed_alone
     listed = _cli(["env", "list"], tmp_path / "cache")
     states = {row.split("\t")[1]: row.split("\t")[2] for row in listed.stdout.splitlines()[1:]}
     assert states == {current.key: "ready", old.key: "stale"}, listed.stdout + listed.stderr
+    # scoring, with no environment recorded by runs, measures in the newest environment that is not
+    # stale: the current one, though the stale one was built later
+    import pandas as pd
+    from rlcompare_criteria.installations import installation_of
+
+    from rlcompare.criteria_api import ScoringData
+
+    monkeypatch.setenv("RLCOMPARE_CACHE_DIR", str(tmp_path / "cache"))
+    found, reason = installation_of(ScoringData(pd.DataFrame({"adapter": ["tinyenv"]})), TinyEnvAdapter)
+    assert reason is None and found is not None and found.environment_key == current.key
     removed = _cli(["env", "remove", "--stale"], tmp_path / "cache")
     assert removed.returncode == 0, removed.stderr
     assert removed.stdout.strip() == f"removed\t{old.path}"
     assert [state.key for state in manager.states()] == [current.key] and not old.path.exists()
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["list", "--stale"], "--stale goes with `env remove`, not `env list`"),
+    (["build", "--stale"], "--stale goes with `env remove`, not `env build`"),
+    (["remove", "--refresh"], "--refresh goes with `env build`, not `env remove`"),
+])
+def test_an_option_of_another_action_is_one_line_and_exit_2(args: list[str], expected: str, tmp_path: Path) -> None:
+    done = _cli(["env", *args], tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.strip().splitlines() == [f"rlcompare: error: {expected}"]
+    assert not (tmp_path / "environments").exists()  # nothing written
 
 
 @pytest.mark.parametrize("action", ["build", "list", "remove"])

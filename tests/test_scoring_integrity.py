@@ -174,3 +174,33 @@ def test_a_workload_without_a_valid_run_scores_the_worst_there(tmp_path: Path) -
     assert matrix.overall["x"].rank == 1 and matrix.overall["y"].rank == 2
     # y's throughput aggregate averages its 2.0x on wa with the worst (0) on wb
     assert matrix.aggregates[("throughput", "y")]["mean"].point == pytest.approx((1.0 + 0.0) / 2)
+
+
+def test_an_adapter_without_any_valid_result_does_not_take_a_criterion_out_of_the_others_scores(
+        tmp_path: Path) -> None:
+    """EvoTorch in a PPO suite is refused everywhere, so it has no fidelity report: that must not
+    drop workload fidelity from the adapters that ran. A competing adapter's gap still does."""
+    import dataclasses
+
+    (tmp_path / "1").mkdir()
+    (tmp_path / "2").mkdir()
+    exact = [{"setting": "hyperparameters.learning_rate", "status": "exact"}]
+    approximate = [{"setting": "hyperparameters.learning_rate", "status": "approximate"}]
+    runs = [(dataclasses.replace(run_record(A, "x", s, final_return=90.0, throughput=1000.0), fidelity_json=exact), [])
+            for s in range(2)]
+    runs += [(dataclasses.replace(run_record(A, "y", s, final_return=90.0, throughput=1000.0),
+                                  fidelity_json=approximate), []) for s in range(2)]
+    refused = [(run_record(A, "refused", 0, status="unsupported", error="algorithm PPO is not offered"), [])]
+    failing = [(run_record(A, "failing", s, status="failed", error="RuntimeError: boom"), []) for s in range(2)]
+    matrix = _score(tmp_path / "1", runs + refused + failing)
+    left_out = {entry["criterion"] for entry in matrix.left_out}
+    assert "setting_fidelity" not in left_out, matrix.left_out
+    assert matrix.cell("setting_fidelity", "x", "*").point > matrix.cell("setting_fidelity", "y", "*").point
+    assert matrix.overall["x"].score.point > matrix.overall["y"].score.point  # the fidelity difference counts
+    assert {matrix.overall["x"].rank, matrix.overall["y"].rank} == {1, 2}
+    assert matrix.overall["refused"].rank in (None, 3, 4) and matrix.overall["failing"].rank in (None, 3, 4)
+    # a competing adapter without the value still takes it out of every overall score
+    lacking = [(run_record(A, "z", s, final_return=90.0, throughput=1000.0), []) for s in range(2)]
+    matrix = _score(tmp_path / "2", runs + refused + lacking)
+    assert any(entry["criterion"] == "setting_fidelity" and "z" in entry["reason"] for entry in matrix.left_out)
+    assert matrix.overall["x"].score.point == pytest.approx(matrix.overall["y"].score.point)

@@ -29,6 +29,10 @@ UNKNOWN = "unknown"
 #: Fresh-interpreter imports timed per framework; their spread gives the interval.
 IMPORT_REPEATS = 3
 SUBPROCESS_TIMEOUT_SECONDS = 600
+#: Part of the cache key of the measurements made in fresh interpreters: bumped when how they are
+#: made changes (2: a discarded warm-up import, further modules that raise are skipped), so that a
+#: value measured the old way is not read back.
+MEASURE_METHOD = 2
 
 Row = tuple[str, str, int, float]
 Missing = tuple[str, str, str]
@@ -233,7 +237,8 @@ def install_closure(*requirements: str, installation: Installation = MAIN) -> di
     seen: dict[str, int] = {}
     versions: dict[str, str] = {}
     extras_seen: dict[str, set[str]] = {}
-    queue = [Requirement(text) for text in requirements]
+    queue = [requirement for requirement in map(Requirement, requirements)
+             if requirement.marker is None or requirement.marker.evaluate({**markers, "extra": ""})]
     while queue:
         requirement = queue.pop()
         name = _canonical(requirement.name)
@@ -300,40 +305,57 @@ def install_distributions(data: ScoringData, adapter_id: str) -> tuple[float | N
 
 # -- cold import time --------------------------------------------------------------------------------
 
-#: The first module must import; a further one that fails to (an optional part of the framework the
-#: adapter guards with ``try``) is skipped: it costs the run nothing either.
-_TIME_IMPORT = (
-    "import importlib, sys, time\n"
-    "started = time.perf_counter()\n"
-    "importlib.import_module(sys.argv[1])\n"
-    "for name in sys.argv[2:]:\n"
-    "    try:\n"
-    "        importlib.import_module(name)\n"
-    "    except ImportError:\n"
-    "        pass\n"
-    "print(time.perf_counter() - started)\n"
-)
+#: One discarded import first (the first interpreter after a build or a reboot reads the files from
+#: disk and can take several times longer), then the timed ones. The first module must import; a
+#: further one that fails to (an optional part the adapter guards with ``try``) is skipped and named.
+_TIME_IMPORT = r"""
+import importlib, json, sys, time
+started = time.perf_counter()
+importlib.import_module(sys.argv[1])
+skipped = []
+for name in sys.argv[2:]:
+    try:
+        importlib.import_module(name)
+    except Exception as error:
+        skipped.append(f"{name}: {type(error).__name__}")
+print(json.dumps({"seconds": time.perf_counter() - started, "skipped": skipped}))
+"""
+
+
+def _run_in(installation: Installation, script: str, names: Sequence[str]) -> tuple[str | None, str | None]:
+    """(last line of stdout, None) of ``python -c script NAMES...`` in a fresh interpreter of
+    ``installation``, or (None, one line saying why not)."""
+    try:
+        done = subprocess.run([installation.python, "-c", script, *names], capture_output=True, text=True,
+                              timeout=SUBPROCESS_TIMEOUT_SECONDS, check=False, env=installation.process_environment())
+    except subprocess.TimeoutExpired:
+        return None, f"import {names[0]} took over {SUBPROCESS_TIMEOUT_SECONDS} s"
+    except OSError as error:  # the environment's interpreter is gone (removed meanwhile)
+        return None, f"{installation.label} cannot start Python ({error.strerror or error})"
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return None, f"import {names[0]} failed: {last[:200]}"
+    lines = done.stdout.strip().splitlines()
+    return (lines[-1], None) if lines else (None, f"import {names[0]} printed nothing")
 
 
 def time_cold_import(modules: str | Sequence[str], repeats: int = IMPORT_REPEATS,
                      installation: Installation = MAIN) -> dict[str, Any]:
     """Seconds to import ``modules`` (in order) in ``repeats`` fresh interpreters of
-    ``installation`` (the interpreter's own start-up excluded), or the error of the first import
-    that failed."""
+    ``installation`` after one discarded import (the interpreter's own start-up excluded), or the
+    error of the first import that failed."""
     names = as_modules(modules)
     samples = []
-    for _ in range(repeats):
-        try:
-            done = subprocess.run([installation.python, "-c", _TIME_IMPORT, *names], capture_output=True, text=True,
-                                  timeout=SUBPROCESS_TIMEOUT_SECONDS, check=False,
-                                  env=installation.process_environment())
-        except subprocess.TimeoutExpired:
-            return {"error": f"import {names[0]} took over {SUBPROCESS_TIMEOUT_SECONDS} s"}
-        if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            return {"error": f"import {names[0]} failed: {last[:200]}"}
-        samples.append(float(done.stdout.strip().splitlines()[-1]))
-    return {"seconds": samples}
+    skipped: list[str] = []
+    for repeat in range(repeats + 1):
+        line, error = _run_in(installation, _TIME_IMPORT, names)
+        if line is None:
+            return {"error": error}
+        result = json.loads(line)
+        skipped = result["skipped"]
+        if repeat:  # the first is the warm-up
+            samples.append(float(result["seconds"]))
+    return {"seconds": samples, "skipped": skipped}
 
 
 def _framework_modules(data: ScoringData, adapter_id: str) -> tuple[tuple[str, ...] | None, str | None]:
@@ -343,6 +365,20 @@ def _framework_modules(data: ScoringData, adapter_id: str) -> tuple[tuple[str, .
         return None, reason
     modules = framework_modules(adapter)
     return (modules, None) if modules else (None, f"adapter {adapter_id!r} declares no import name")
+
+
+def _import_name_is_its_frameworks(data: ScoringData, adapter_id: str) -> str | None:
+    """Why the adapter's ``import_name`` cannot be measured as its framework's, or None: it must be a
+    package one of its declared distributions installs (``import_name = "json"`` would otherwise time
+    and introspect the standard library in the framework's place)."""
+    adapter, _ = _adapter_class(data, adapter_id)
+    installation, _ = _installation(data, adapter_id)
+    declared = tuple(getattr(adapter, "distributions", ()) or ())
+    import_name = getattr(adapter, "import_name", None)
+    if installation is None or _providing_distribution(import_name, declared, installation) is not None:
+        return None
+    return (f"adapter {adapter_id!r}: import name {import_name!r} is not a package of any distribution it declares "
+            f"({', '.join(declared) or 'none'})")
 
 
 def _measured(data: ScoringData, adapter_id: str, kind: str, measure: Callable[..., dict[str, Any]],
@@ -356,10 +392,16 @@ def _measured(data: ScoringData, adapter_id: str, kind: str, measure: Callable[.
     installation, reason = _installation(data, adapter_id)
     if installation is None:
         return None, reason
-    key = f"{kind}|{'+'.join(modules)}|{_canonical(name)}|{version}|{installation.cache_tag}"
-    more = f", {len(modules) - 1} modules of it its adapter imports" if len(modules) > 1 else ""
+    foreign = _import_name_is_its_frameworks(data, adapter_id)
+    if foreign is not None:
+        return None, foreign
+    key = f"{kind}|{'+'.join(modules)}|{_canonical(name)}|{version}|{installation.cache_tag}|method {MEASURE_METHOD}"
+    further = len(modules) - 1
+    more = f", {further} module{'s' if further > 1 else ''} of it its adapter imports" if further else ""
+    # an error is not kept: the next scoring tries again (an environment being rebuilt, a timeout)
     result = data.cache.get_or_compute(key, lambda: measure(modules, installation=installation),
-                                       f"{what} of {modules[0]}{more}, in {installation.label}")
+                                       f"{what} of {modules[0]}{more}, in {installation.label}",
+                                       keep=lambda value: "error" not in value)
     return (None, result["error"]) if "error" in result else (result, None)
 
 
@@ -379,7 +421,7 @@ root = importlib.import_module(name)
 for further in sys.argv[2:]:  # the framework modules the adapter imports
     try:
         importlib.import_module(further)
-    except ImportError:
+    except Exception:
         pass
 # The public API: the package and the public submodules importing it brings in (importing every
 # submodule of a large framework would be slow and can fail on optional dependencies).
@@ -452,16 +494,8 @@ def introspect_api(modules: str | Sequence[str], installation: Installation = MA
     """Docstring and type-hint counts of the public API of ``modules`` (the first is the package
     walked; the others are imported first so that the submodules they load are walked too),
     measured in a fresh interpreter of ``installation``."""
-    names = as_modules(modules)
-    try:
-        done = subprocess.run([installation.python, "-c", _INTROSPECT, *names], capture_output=True, text=True,
-                              timeout=SUBPROCESS_TIMEOUT_SECONDS, check=False, env=installation.process_environment())
-    except subprocess.TimeoutExpired:
-        return {"error": f"introspecting {names[0]} took over {SUBPROCESS_TIMEOUT_SECONDS} s"}
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"error": f"import {names[0]} failed: {last[:200]}"}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    line, error = _run_in(installation, _INTROSPECT, as_modules(modules))
+    return {"error": error} if line is None else json.loads(line)
 
 
 def _api_counts(data: ScoringData, adapter_id: str) -> tuple[dict[str, Any] | None, str | None]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import functools
 import importlib.metadata
-import inspect
 import json
 import os
 import platform
@@ -115,6 +114,8 @@ def _recorded_environments(data: ScoringData, adapter_id: str) -> list[Path]:
             python = json.loads(text)["python"] if isinstance(text, str) else text["python"]
         except (ValueError, KeyError, TypeError):
             continue
+        if not isinstance(python, str) or not python:
+            continue  # a damaged record: no interpreter to find
         folder = Path(python).parent.parent
         if folder not in folders:
             folders.append(folder)
@@ -153,12 +154,6 @@ def installation_of(data: ScoringData, adapter_class: Any) -> tuple[Installation
 # -- the framework modules a run imports ------------------------------------------------------------
 
 
-def _type_checking_only(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
 def _imports_by_name(call: ast.Call) -> bool:
     """``import_module("literal")`` (plain or as ``importlib.import_module``) or ``__import__("literal")``."""
     function = call.func
@@ -167,15 +162,46 @@ def _imports_by_name(call: ast.Call) -> bool:
             and isinstance(call.args[0].value, str))
 
 
+def _typing_flags(tree: ast.AST) -> tuple[set[str], set[str]]:
+    """(names bound to ``typing.TYPE_CHECKING``, names bound to the ``typing`` module) in ``tree``; a
+    name the module also assigns itself (``TYPE_CHECKING = True``) is not the real flag."""
+    flags: set[str] = set()
+    modules: set[str] = set()
+    assigned: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module in ("typing", "typing_extensions"):
+            flags.update(alias.asname or alias.name for alias in node.names if alias.name == "TYPE_CHECKING")
+        elif isinstance(node, ast.Import):
+            modules.update(alias.asname or alias.name for alias in node.names
+                           if alias.name in ("typing", "typing_extensions"))
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            assigned.add(node.id)
+    return flags - assigned, modules - assigned
+
+
+def _never_runs(node: ast.If, flags: set[str], typing_modules: set[str]) -> bool:
+    """An ``if`` whose body never runs: the real ``typing.TYPE_CHECKING`` or a constant false test."""
+    test = node.test
+    if isinstance(test, ast.Constant):
+        return not test.value
+    if isinstance(test, ast.Name):
+        return test.id in flags
+    return (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING" and isinstance(test.value, ast.Name)
+            and test.value.id in typing_modules)
+
+
 def imported_modules(source: str, top: str) -> list[str]:
     """Modules of the package ``top`` that ``source`` imports anywhere (inside functions too, where
     adapters import their framework lazily; by import statements or by a literal name given to
-    ``importlib.import_module`` or ``__import__``), in order of appearance; ``if TYPE_CHECKING:``
-    blocks and relative imports excluded."""
+    ``importlib.import_module`` or ``__import__``), in order of appearance. Left out: relative
+    imports and the bodies of ``if`` statements that never run (``typing.TYPE_CHECKING``, a constant
+    false test). A name computed at run time cannot be seen here."""
+    tree = ast.parse(source)
+    flags, typing_modules = _typing_flags(tree)
     found: list[str] = []
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _type_checking_only(node):
+        if isinstance(node, ast.If) and _never_runs(node, flags, typing_modules):
             for child in node.orelse:
                 visit(child)
             return
@@ -188,30 +214,44 @@ def imported_modules(source: str, top: str) -> list[str]:
         for child in ast.iter_child_nodes(node):
             visit(child)
 
-    visit(ast.parse(source))
+    visit(tree)
     return list(dict.fromkeys(name for name in found if name == top or name.startswith(top + ".")))
 
 
 @functools.cache
-def _module_source(module_name: str) -> str | None:
+def _glue_files(module_name: str) -> tuple[Path, ...]:
+    """The source files of the package that holds ``module_name`` (every ``.py`` file under it, so
+    that helper modules count), or of the module itself when it is a top-level module."""
     module = sys.modules.get(module_name)
-    try:
-        return inspect.getsource(module) if module is not None else None
-    except (OSError, TypeError):
-        return None
+    if module is None:
+        return ()
+    package = module if hasattr(module, "__path__") else sys.modules.get(module_name.rpartition(".")[0])
+    if package is not None and getattr(package, "__path__", None):
+        return tuple(sorted({path for folder in package.__path__ for path in Path(folder).rglob("*.py")}))
+    origin = getattr(module, "__file__", None)
+    return (Path(origin),) if origin and origin.endswith(".py") else ()
 
 
 def framework_modules(adapter_class: Any) -> tuple[str, ...]:
     """What a run of the adapter imports of its framework: the framework's import name, then every
-    module of the framework's package the adapter module imports. Importing only a framework's
+    module of the framework's package that the adapter's glue imports (the package of the adapter's
+    module, and of each class it derives from outside rlcompare). Importing only a framework's
     top-level package would time (and introspect) next to nothing for a framework whose top level is
     empty (``import skrl`` loads neither torch nor an agent) against everything for one whose top
     level imports its whole API (``import stable_baselines3``)."""
     name = getattr(adapter_class, "import_name", None)
     if not name:
         return ()
-    source = _module_source(adapter_class.__module__)
-    imported = imported_modules(source, name.split(".")[0]) if source else []
+    top = name.split(".")[0]
+    owners = [adapter_class.__module__] + [cls.__module__ for cls in adapter_class.__mro__[1:]
+                                           if cls.__module__.split(".")[0] not in ("rlcompare", "builtins", "abc")]
+    files = dict.fromkeys(path for owner in owners for path in _glue_files(owner))
+    imported: list[str] = []
+    for path in files:
+        try:
+            imported += imported_modules(path.read_text(encoding="utf-8"), top)
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            continue
     return tuple(dict.fromkeys([name, *imported]))
 
 

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from rlcompare.errors import UnknownNameError
+from rlcompare.errors import UnknownNameError, UsageError
 
 
 def add_commands(subparsers: Any) -> None:
@@ -41,6 +41,10 @@ def _size(count: int) -> str:
 def cmd_env(args: argparse.Namespace) -> int:
     from rlcompare.environments.manager import EnvironmentManager, EnvironmentSpec, isolation_reason
 
+    if args.stale and args.action != "remove":
+        raise UsageError(f"--stale goes with `env remove`, not `env {args.action}`")
+    if args.refresh and args.action != "build":
+        raise UsageError(f"--refresh goes with `env build`, not `env {args.action}`")
     manager = EnvironmentManager(log=lambda message: print(f"rlcompare: {message}", file=sys.stderr))
     adapters: dict[str, Any] | None = None
     if args.adapter is not None or args.action == "build":

@@ -559,6 +559,10 @@ def _apply_missing_data_rule(
         if workload_id not in valid_workloads.get(adapter, set()):
             failed_workloads.setdefault(adapter, set()).add(workload_id)
 
+    # Whose gaps shrink the common support of the per-adapter criteria: the adapters with a valid
+    # result somewhere. One without any ranks below all of them whatever its score (rule 4), so a
+    # refused or failing adapter in the matrix does not take a criterion out of the others' scores.
+    competitors = [adapter for adapter in data.adapters if valid_workloads.get(adapter)] or list(data.adapters)
     have = normalized.groupby(["criterion", "workload_id"])["adapter"].agg(lambda a: set(a.tolist())).to_dict()
     worst = normalized.groupby(["criterion", "workload_id"])["score"].min().to_dict()
     imputed_rows: list[dict[str, Any]] = []
@@ -568,7 +572,7 @@ def _apply_missing_data_rule(
     for (cid, workload_id), adapters in sorted(have.items()):
         criterion = criteria[cid]
         if workload_id == ALL_WORKLOADS:
-            lacking = [a for a in data.adapters if a not in adapters]
+            lacking = [a for a in competitors if a not in adapters]
             if lacking:
                 drop.add((cid, workload_id))
                 left_out.append({"criterion": cid, "workload": workload_id,
