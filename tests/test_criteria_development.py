@@ -369,6 +369,17 @@ if TYPE_CHECKING:
     assert imported_modules(home_made, "lazyfw") == ["lazyfw.agents"]
 
 
+def _one_adapter_data(tmp_path: Path, adapter_class: type[Adapter]) -> ScoringData:
+    """Scoring data of one valid run of ``adapter_class``, registered as an outside plugin would be."""
+    register = Register()
+    register.add_adapter(adapter_class)
+    plugins = Plugins(manager=pluggy.PluginManager("rlcompare"), register=register, errors=[])
+    record = run_record(workload_spec("w"), adapter_class.id, 0, framework=adapter_class.framework, final_return=1.0,
+                        finished_at=FINISHED_AT)
+    with Store(write_store(tmp_path / "store.db", [(record, [])])) as store:
+        return ScoringData(store.runs_frame(), plugins=plugins, cache=MeasurementCache(None))
+
+
 LAZY_FRAMEWORK = {
     "lazyfw/__init__.py": '"""A framework whose top-level package imports nothing."""\n',
     "lazyfw/agents.py": '"""What training needs: slow to import."""\nimport time\n\ntime.sleep(0.4)\n\n\n'
@@ -405,13 +416,7 @@ def test_a_framework_with_an_empty_top_level_is_timed_on_what_a_run_imports(
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), str(Path(__file__).resolve().parents[1])]))
     from lazyfw_adapter import LazyAdapter
 
-    register = Register()
-    register.add_adapter(LazyAdapter)
-    plugins = Plugins(manager=pluggy.PluginManager("rlcompare"), register=register, errors=[])
-    path = write_store(tmp_path / "store.db", [(run_record(workload_spec("w"), "lazy", 0, framework="lazy-fw",
-                                                           final_return=1.0, finished_at=FINISHED_AT), [])])
-    with Store(path) as store:
-        data = ScoringData(store.runs_frame(), plugins=plugins, cache=MeasurementCache(None))
+    data = _one_adapter_data(tmp_path, LazyAdapter)
     from rlcompare_criteria.installations import framework_modules
 
     assert framework_modules(LazyAdapter) == ("lazyfw", "lazyfw.agents")
@@ -442,13 +447,7 @@ def test_an_import_name_that_is_not_the_frameworks_own_is_not_measured(tmp_path:
         id = "disguised"
         import_name = "json"
 
-    register = Register()
-    register.add_adapter(Disguised)
-    plugins = Plugins(manager=pluggy.PluginManager("rlcompare"), register=register, errors=[])
-    path = write_store(tmp_path / "store.db", [(run_record(workload_spec("w"), "disguised", 0, framework="pluggy-fw",
-                                                           final_return=1.0, finished_at=FINISHED_AT), [])])
-    with Store(path) as store:
-        data = ScoringData(store.runs_frame(), plugins=plugins, cache=MeasurementCache(None))
+    data = _one_adapter_data(tmp_path, Disguised)
     for criterion_id in ("cold_import", "docstring_coverage", "type_hint_coverage"):
         result = _criterion(criterion_id).compute(data)
         assert result.values.empty
