@@ -232,6 +232,7 @@ def _glue_files(module_name: str) -> tuple[Path, ...]:
     return (Path(origin),) if origin and origin.endswith(".py") else ()
 
 
+@functools.cache
 def framework_modules(adapter_class: Any) -> tuple[str, ...]:
     """What a run of the adapter imports of its framework: the framework's import name, then every
     module of the framework's package that the adapter's glue imports (the package of the adapter's
