@@ -126,7 +126,8 @@ def installation_of(data: ScoringData, adapter_class: Any) -> tuple[Installation
     """(where the adapter's framework is installed, None) or (None, why it is nowhere to measure).
 
     The environment its recorded runs ran in, if it is still there; else the main environment
-    when the adapter fits there; else the newest environment built for it."""
+    when the adapter fits there; else the newest environment built for it whose linked sources
+    still exist."""
 
     def find() -> tuple[Installation | None, str | None]:
         for folder in _recorded_environments(data, adapter_class.id):
