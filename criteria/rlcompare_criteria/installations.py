@@ -2,10 +2,10 @@
 
 An adapter that fits the main environment is measured there; one that runs in an environment of
 its own (numpy<2, an old gymnasium, a pinned torch: :mod:`rlcompare.environments`) is measured in
-that environment, the one its recorded runs used, else the newest one built for it. Without this,
-every development criterion that reads installed packages would be missing for exactly the
-frameworks isolation exists for, and a criterion missing for one compared adapter is left out of
-everyone's overall score.
+that environment, the one its recorded runs used, else the newest one built for it that is not
+stale. Without this, every development criterion that reads installed packages would be missing
+for exactly the frameworks isolation exists for, and a criterion missing for one competing adapter
+is left out of everyone's overall score.
 """
 
 from __future__ import annotations
