@@ -347,7 +347,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from rlcompare.execution.backend import BackendOptions, Limits
     from rlcompare.execution.driver import Driver
-    from rlcompare.progress import ConsoleProgress
+    from rlcompare.progress import ConsoleProgress, note
     from rlcompare.store import Store
 
     plugins, plan = _plugins_and_plan(args)  # every input is validated first, then the store, then runs start
@@ -361,8 +361,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         # adapters that do not fit the main environment get their own, built before any run starts
         from rlcompare.environments import place_runs
 
-        plan = place_runs(plugins, plan, isolate=args.isolate,
-                          log=lambda message: print(f"rlcompare: {message}", file=sys.stderr))
+        plan = place_runs(plugins, plan, isolate=args.isolate, log=note)
         progress = ConsoleProgress(total=len(plan.runs))
         progress.warn_oversubscribed(plan, backend)
         driver = Driver(store, backend, on_start=progress.started, on_finish=progress.finished)

@@ -13,6 +13,12 @@ if TYPE_CHECKING:
     from rlcompare.execution.driver import RunOutcome, RunSummary
     from rlcompare.plan import Plan, PlannedRun
 
+def note(message: str) -> None:
+    """One ``rlcompare: MESSAGE`` line on stderr: what a command is doing (building an environment,
+    measuring a framework) while it would otherwise say nothing."""
+    print(f"rlcompare: {message}", file=sys.stderr)
+
+
 STYLES = {"ok": "green", "failed": "red", "timeout": "yellow", "invalid": "magenta", "interrupted": "yellow"}
 
 

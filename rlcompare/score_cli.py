@@ -86,6 +86,7 @@ def load_plugins() -> Plugins:
 def cmd_score(args: argparse.Namespace) -> int:
     """Print the scoring matrix of ``args.store``; returns the exit status."""
     from rlcompare.criteria_api import MeasurementCache
+    from rlcompare.progress import note
     from rlcompare.scoring import DEFAULT_REPS, ScoringOptions, score_store
     from rlcompare.scoring.engine import split_stale_runs
     from rlcompare.store import Store
@@ -101,8 +102,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         profile = _resolve_profile(args, plugins.criteria)  # bad input fails before the store is read
         seed = getattr(args, "seed", None)
         options = ScoringOptions(reps=getattr(args, "reps", None) or DEFAULT_REPS, seed=0 if seed is None else seed)
-        cache = MeasurementCache.default(refresh=getattr(args, "remeasure", False),
-                                         log=lambda message: print(f"rlcompare: {message}", file=sys.stderr))
+        cache = MeasurementCache.default(refresh=getattr(args, "remeasure", False), log=note)
         with Store(args.store) as store:
             store.check_readable()
             matrix = score_store(store, plugins, profile, options, cache=cache)

@@ -40,12 +40,13 @@ def _size(count: int) -> str:
 
 def cmd_env(args: argparse.Namespace) -> int:
     from rlcompare.environments.manager import EnvironmentManager, EnvironmentSpec, isolation_reason
+    from rlcompare.progress import note
 
     if args.stale and args.action != "remove":
         raise UsageError(f"--stale goes with `env remove`, not `env {args.action}`")
     if args.refresh and args.action != "build":
         raise UsageError(f"--refresh goes with `env build`, not `env {args.action}`")
-    manager = EnvironmentManager(log=lambda message: print(f"rlcompare: {message}", file=sys.stderr))
+    manager = EnvironmentManager(log=note)
     adapters: dict[str, Any] | None = None
     if args.adapter is not None or args.action == "build":
         from rlcompare.plugins import build_plugin_manager

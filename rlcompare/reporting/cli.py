@@ -85,6 +85,7 @@ def _warn(plugins: Plugins) -> None:
 def _build(args: argparse.Namespace, plugins: Plugins, formats: tuple[str, ...] = ()) -> Report:
     """Score the store of ``args`` into a report (bad input fails before the store is read)."""
     from rlcompare.criteria_api import MeasurementCache
+    from rlcompare.progress import note
     from rlcompare.reporting.model import build_report
     from rlcompare.scoring import DEFAULT_REPS, ScoringOptions
     from rlcompare.store import Store
@@ -93,7 +94,7 @@ def _build(args: argparse.Namespace, plugins: Plugins, formats: tuple[str, ...] 
     with Store(args.store) as store:
         store.check_readable()
     options = ScoringOptions(reps=args.reps or DEFAULT_REPS, seed=args.seed or 0)
-    cache = MeasurementCache.default(log=lambda message: print(f"rlcompare: {message}", file=sys.stderr))
+    cache = MeasurementCache.default(log=note)
     return build_report(args.store, plugins, profile, options, cache,
                         out_dir=getattr(args, "out", None), formats=formats, weights_file=args.weights,
                         authors=args.author)
