@@ -330,6 +330,29 @@ def test_an_environment_whose_checkout_is_gone_is_listed_stale_and_removed_alone
     assert [state.key for state in manager.states()] == [current.key] and not old.path.exists()
 
 
+def test_ready_environments_are_an_adapters_own_complete_and_not_stale_newest_first(tmp_path: Path) -> None:
+    from rlcompare.environments.manager import SOURCES, ready_environments
+
+    source = tmp_path / "checkout"
+    source.mkdir()
+
+    def folder(name: str, complete: bool = True, linked: Path = source, when: float = 0.0) -> Path:
+        path = tmp_path / "environments" / name
+        (path / SOURCES).mkdir(parents=True)
+        (path / SOURCES / "rlcompare").symlink_to(linked)
+        if complete:
+            (path / COMPLETE).write_text("x\n", encoding="utf-8")
+            os.utime(path / COMPLETE, (when, when))
+        return path
+
+    older = folder("tiny-" + "1" * 16, when=1_000)
+    newer = folder("tiny-" + "2" * 16, when=2_000)
+    folder("tiny-" + "3" * 16, complete=False)  # an interrupted build
+    folder("tiny-" + "4" * 16, linked=tmp_path / "deleted-checkout", when=3_000)  # stale
+    folder("tiny-env-" + "5" * 16, when=4_000)  # another adapter whose id starts with "tiny-"
+    assert ready_environments("tiny", tmp_path / "environments") == [newer, older]
+
+
 @pytest.mark.parametrize(("args", "expected"), [
     (["list", "--stale"], "--stale goes with `env remove`, not `env list`"),
     (["build", "--stale"], "--stale goes with `env remove`, not `env build`"),

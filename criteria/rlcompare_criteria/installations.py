@@ -78,26 +78,16 @@ MAIN = Installation(sys.executable, None, platform.python_version())
 
 def _environment_installation(folder: Path) -> Installation | None:
     """The installation of a complete adapter environment folder, or None when it is not one."""
-    from rlcompare.environments.manager import COMPLETE, INFO
+    from rlcompare.environments.manager import COMPLETE, read_info
 
     if not (folder / COMPLETE).exists():
         return None
-    try:
-        info = json.loads((folder / INFO).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    info = read_info(folder)
     site_packages = tuple(str(path) for path in sorted(folder.glob("lib/python*/site-packages")))
     version = str(info.get("python_version") or "")
     if not site_packages or not version:
         return None
     return Installation(str(folder / "bin" / "python"), site_packages, version, str(info.get("key") or folder.name))
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:  # removed meanwhile
-        return 0.0
 
 
 def _recorded_environments(data: ScoringData, adapter_id: str) -> list[Path]:
@@ -134,15 +124,12 @@ def installation_of(data: ScoringData, adapter_class: Any) -> tuple[Installation
             found = _environment_installation(folder)
             if found is not None:
                 return found, None
-        from rlcompare.environments.manager import COMPLETE, environments_root, isolation_reason, sources_gone
+        from rlcompare.environments.manager import isolation_reason, ready_environments
 
         reason = isolation_reason(adapter_class)
         if reason is None:
             return MAIN, None
-        built = sorted((path.parent for path in environments_root().glob(f"{adapter_class.id}-*/{COMPLETE}")
-                        if not sources_gone(path.parent)),  # a stale one holds another checkout's adapter
-                       key=lambda folder: _mtime(folder / COMPLETE), reverse=True)
-        for folder in built:
+        for folder in ready_environments(adapter_class.id):  # a stale one holds another checkout's adapter
             found = _environment_installation(folder)
             if found is not None:
                 return found, None

@@ -319,14 +319,14 @@ class EnvironmentManager:
         path = self.root / f"{spec.adapter}-{parts['key']}"
         environment = Environment(spec.adapter, parts["key"], path, parts["lock_digest"])
         if (path / COMPLETE).exists():  # the common case, without taking the lock
-            environment.info = _read_info(path)
+            environment.info = read_info(path)
             environment.seconds = time.perf_counter() - started
             return environment
         with _exclusive(path.with_name(path.name + ".lock")):
             if not (path / COMPLETE).exists():  # another process may have built it while this one waited
                 self._build(spec, path, python, version, lock, parts)
                 environment.built = True
-        environment.info = _read_info(path)
+        environment.info = read_info(path)
         environment.seconds = time.perf_counter() - started
         return environment
 
@@ -397,7 +397,7 @@ class EnvironmentManager:
                 with _exclusive(path.with_name(path.name + ".lock"), blocking=False) as free:
                     state = "incomplete" if free else "building"
             total, own = _sizes(path)
-            found.append(EnvironmentState(match["adapter"], match["key"], path, state, total, own, _read_info(path)))
+            found.append(EnvironmentState(match["adapter"], match["key"], path, state, total, own, read_info(path)))
         return found
 
     def adapters_present(self) -> set[str]:
@@ -432,7 +432,26 @@ def sources_gone(path: Path) -> bool:
         return True
 
 
-def _read_info(path: Path) -> dict[str, Any]:
+def ready_environments(adapter: str, root: Path | None = None) -> list[Path]:
+    """The complete, not stale environment folders of ``adapter``, newest first; unlike
+    :meth:`EnvironmentManager.states` it measures no sizes (scoring asks this once per adapter)."""
+
+    def built_at(folder: Path) -> float:
+        try:
+            return (folder / COMPLETE).stat().st_mtime
+        except OSError:  # removed meanwhile
+            return 0.0
+
+    def is_ready(folder: Path) -> bool:
+        match = _NAME.match(folder.name)  # "sample-*" also matches sample-factory's folders
+        return match is not None and match["adapter"] == adapter and not sources_gone(folder)
+
+    folders = [marker.parent for marker in (root or environments_root()).glob(f"{adapter}-*/{COMPLETE}")]
+    return sorted(filter(is_ready, folders), key=built_at, reverse=True)
+
+
+def read_info(path: Path) -> dict[str, Any]:
+    """The info file of the environment at ``path`` ({} when it cannot be read)."""
     try:
         data = json.loads((path / INFO).read_text(encoding="utf-8"))
     except (OSError, ValueError):
