@@ -284,6 +284,47 @@ def test_generated_command_lines_exit_0_or_2_in_at_most_two_lines(inputs: dict[s
     assert len(tried) >= EXAMPLES  # every generated command line was really run
 
 
+@st.composite
+def env_command_lines(draw: st.DrawFn) -> list[str]:
+    """``env list|build|remove [ADAPTER] [options]``; ``build`` is only ever drawn with something
+    that must refuse it (--stale, or an adapter that does not exist), so no environment is built."""
+    action = draw(st.sampled_from(["list", "build", "remove", "prune", ""]))
+    argv = ["env", action]
+    adapter = draw(st.sampled_from(["", "nope", "tinyenb", "sb", "-", "sample-factory-x"])
+                   | st.text(max_size=10).filter(lambda text: text.strip() not in ("", "sb3", "tianshou", "rllib")))
+    options = draw(st.lists(st.sampled_from(["--stale", "--refresh", "--json", "--jobs", "-x"]), max_size=3))
+    if action == "build" and "--stale" not in options and adapter in ("", "-"):
+        options.append("--stale")
+    return [part for part in [*argv, adapter, *options] if part != ""]
+
+
+def test_generated_env_command_lines_exit_0_or_2_in_at_most_two_lines_and_build_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RLCOMPARE_CACHE_DIR", str(tmp_path / "cache"))
+    tried: list[list[str]] = []
+
+    @FUZZ
+    @given(argv=env_command_lines())
+    def check(argv: list[str]) -> None:
+        tried.append(argv)
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = main(argv)
+            except SystemExit as exit_:  # argparse's own exits (usage errors)
+                status = exit_.code if isinstance(exit_.code, int) else 2
+        lines = [line for line in err.getvalue().splitlines() if line.strip() and not line.startswith("#")]
+        assert status in (0, 2), (argv, status, err.getvalue())
+        assert "Traceback" not in err.getvalue(), (argv, err.getvalue())
+        if status == 2:
+            assert 1 <= len(lines) <= 2, (argv, err.getvalue())
+        built = tmp_path / "cache" / "environments"
+        assert not built.exists() or not any(built.iterdir()), argv  # nothing written
+
+    check()
+    assert len(tried) >= EXAMPLES
+
+
 # -- algorithm families ---------------------------------------------------------------------------------
 
 FAMILY_NAMES = [family.name for family in BUILTIN_FAMILIES]
