@@ -3,7 +3,7 @@
     python benchmarks/counting_overhead.py [--steps 20000] [--repeats 21]
 
 Steps CartPole-v1 (``gymnasium.make``, fixed actions) raw, through the previous counter (a numpy
-memmap row update per step, kept here for reference) and through :class:`rlcompare.envs.CountingWrapper`,
+memmap row update per step, kept here for reference) and through :class:`rlcompare.harness.counted_envs.CountingWrapper`,
 alternating the three in a shuffled order every repeat so they share the machine's noise. Times are
 the stepping thread's CPU time (other processes on a busy machine inflate wall time, not this).
 Prints the median per-step time of each and the median of the per-repeat differences from raw; the
@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 import gymnasium  # noqa: E402
 import numpy as np  # noqa: E402
 
-from rlcompare.envs import CountingWrapper, StepCounter  # noqa: E402
+from rlcompare.harness.counted_envs import CountingWrapper, StepCounter  # noqa: E402
 
 SLOT = 3
 

@@ -22,10 +22,10 @@ from rlcompare.execution.backend import BackendOptions, Limits  # noqa: E402
 from rlcompare.execution.driver import Driver  # noqa: E402
 from rlcompare.execution.ray_backend import RayBackend  # noqa: E402
 from rlcompare.execution.ray_task import execute_noop  # noqa: E402
-from rlcompare.plan import Plan, PlannedRun  # noqa: E402
-from rlcompare.store import Store  # noqa: E402
-from rlcompare.validity import BudgetTolerance  # noqa: E402
-from rlcompare.workload import workload_from_dict  # noqa: E402
+from rlcompare.harness.validity import BudgetTolerance  # noqa: E402
+from rlcompare.plan.matrix import Plan, PlannedRun  # noqa: E402
+from rlcompare.spec.workload import workload_from_dict  # noqa: E402
+from rlcompare.store.sqlite_store import Store  # noqa: E402
 
 
 def plan(runs: int) -> Plan:

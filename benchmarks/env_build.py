@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "plugins" / "isolated"))
 
-from rlcompare.environments.manager import EnvironmentManager, EnvironmentSpec, worker_sources  # noqa: E402
+from rlcompare.pyenvs.manager import EnvironmentManager, EnvironmentSpec, worker_sources  # noqa: E402
 
 STAND_IN = ("numpy<2", "gymnasium==0.29.1", "torch==2.13.0")
 ADAPTER = "standin-benchmark"

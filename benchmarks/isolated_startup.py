@@ -24,12 +24,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "plugins" / "isolated"))
 
-from rlcompare.environments.manager import EnvironmentManager, EnvironmentSpec  # noqa: E402
-from rlcompare.plan import WorkerEnvironment, build_plan  # noqa: E402
-from rlcompare.plugins import build_plugin_manager  # noqa: E402
-from rlcompare.runner import LocalRunner  # noqa: E402
-from rlcompare.store import Store  # noqa: E402
-from rlcompare.workload import workload_from_dict  # noqa: E402
+from rlcompare.execution.runner import LocalRunner  # noqa: E402
+from rlcompare.plan.matrix import WorkerEnvironment, build_plan  # noqa: E402
+from rlcompare.plugins.manager import build_plugin_manager  # noqa: E402
+from rlcompare.pyenvs.manager import EnvironmentManager, EnvironmentSpec  # noqa: E402
+from rlcompare.spec.workload import workload_from_dict  # noqa: E402
+from rlcompare.store.sqlite_store import Store  # noqa: E402
 
 WORKLOAD = {"id": "startup", "env": "CartPole-v1", "algorithm": "PPO", "env_steps": 400, "seeds": 1,
             "hyperparameters": {"rollout_steps": 64}, "evaluation": {"interval_steps": 400, "episodes": 2}}
@@ -45,7 +45,7 @@ def main() -> int:
 
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests" / "plugins" / "isolated")])
     plugins = build_plugin_manager()
-    plan = build_plan(plugins, [workload_from_dict(WORKLOAD, "benchmark")], [args.adapter])
+    plan = build_plan(plugins.plan_catalogue(), [workload_from_dict(WORKLOAD, "benchmark")], [args.adapter])
     manager = EnvironmentManager()
     spec = EnvironmentSpec.for_adapter(plugins.adapters[args.adapter])
     environment = manager.ensure(spec)

@@ -23,15 +23,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rlcompare.builtin_workloads import CLASSIC  # noqa: E402
+from rlcompare.cli.progress import ConsoleProgress  # noqa: E402
 from rlcompare.execution.backend import BackendOptions, Limits  # noqa: E402
 from rlcompare.execution.driver import Driver  # noqa: E402
 from rlcompare.execution.local import LocalBackend  # noqa: E402
-from rlcompare.plan import Plan, build_plan  # noqa: E402
-from rlcompare.plugins import build_plugin_manager  # noqa: E402
-from rlcompare.progress import ConsoleProgress  # noqa: E402
-from rlcompare.store import Store  # noqa: E402
-from rlcompare.workload import workload_from_dict  # noqa: E402
+from rlcompare.plan.matrix import Plan, build_plan  # noqa: E402
+from rlcompare.plugins.manager import build_plugin_manager  # noqa: E402
+from rlcompare.spec.builtin_workloads import CLASSIC  # noqa: E402
+from rlcompare.spec.workload import workload_from_dict  # noqa: E402
+from rlcompare.store.sqlite_store import Store  # noqa: E402
 
 GOAL = 450.0
 #: The classic workload each algorithm family is checked on.
@@ -63,12 +63,12 @@ def main() -> None:
         algorithm = next((name for name in WORKLOAD_BY_ALGORITHM if name in offered), None)
         if algorithm is None:
             raise SystemExit(f"adapter {adapter_id!r} offers none of {', '.join(WORKLOAD_BY_ALGORITHM)}")
-        runs_planned += build_plan(plugins, [workloads[algorithm]], [adapter_id]).runs
+        runs_planned += build_plan(plugins.plan_catalogue(), [workloads[algorithm]], [adapter_id]).runs
     # an adapter that does not fit this environment (sample-factory: numpy<2, gymnasium<1.0) runs in
     # its own, built (or reused) here exactly as `rlcompare run` does
-    from rlcompare.environments import place_runs
+    from rlcompare.plan.placement import place_runs
 
-    plan = place_runs(plugins, Plan(runs=runs_planned), log=lambda message: print(message, file=sys.stderr))
+    plan = place_runs(plugins.adapters, Plan(runs=runs_planned), log=lambda message: print(message, file=sys.stderr))
     progress = ConsoleProgress(total=len(plan.runs))
     with Store(args.store) as store:
         backend = LocalBackend(Limits(3 * 3600), BackendOptions(jobs=args.jobs))

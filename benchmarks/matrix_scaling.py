@@ -24,10 +24,10 @@ from rlcompare.execution.backend import BackendOptions, Limits  # noqa: E402
 from rlcompare.execution.driver import Driver  # noqa: E402
 from rlcompare.execution.local import LocalBackend, usable_cpus  # noqa: E402
 from rlcompare.execution.ray_backend import RayBackend  # noqa: E402
-from rlcompare.plan import build_plan  # noqa: E402
-from rlcompare.plugins import build_plugin_manager  # noqa: E402
-from rlcompare.store import Store  # noqa: E402
-from rlcompare.workload import workload_from_dict  # noqa: E402
+from rlcompare.plan.matrix import build_plan  # noqa: E402
+from rlcompare.plugins.manager import build_plugin_manager  # noqa: E402
+from rlcompare.spec.workload import workload_from_dict  # noqa: E402
+from rlcompare.store.sqlite_store import Store  # noqa: E402
 
 
 def workload(runs: int, steps: int) -> object:
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     plugins = build_plugin_manager()
-    plan = build_plan(plugins, [workload(args.runs, args.steps)], [args.adapter])
+    plan = build_plan(plugins.plan_catalogue(), [workload(args.runs, args.steps)], [args.adapter])
     cpus = usable_cpus()
     print(f"{args.runs} runs of {args.adapter} PPO on the calibrated CartPole, {args.steps} steps each, "
           f"1 CPU each; this machine: {cpus} usable CPUs")

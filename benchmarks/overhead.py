@@ -31,7 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rlcompare.builtin_workloads import CARTPOLE_PPO_QUICK  # noqa: E402
+from rlcompare.spec.builtin_workloads import CARTPOLE_PPO_QUICK  # noqa: E402
 
 
 def workload_dict(steps: int) -> dict[str, Any]:
@@ -59,7 +59,7 @@ def direct_sb3(workload: Any) -> float:
     """SB3 called directly with the configuration the adapter builds; seconds in ``learn``."""
     import torch
 
-    from rlcompare.envs import make_env
+    from rlcompare.harness.counted_envs import make_env
 
     torch.set_num_threads(workload.parallelism.threads_per_worker)
     model = sb3_model(workload, [lambda: make_env(workload.env)] * workload.parallelism.total_envs)
@@ -75,7 +75,7 @@ def direct_rllib(workload: Any) -> float:
     from ray.tune.registry import register_env
     from rlcompare_rllib import RLlibAdapter, start_ray
 
-    from rlcompare.envs import make_env
+    from rlcompare.harness.counted_envs import make_env
 
     start_ray(workload)  # the same cluster the adapter starts
     try:
@@ -143,13 +143,13 @@ def run_through_rlcompare(adapter: str, steps: int, python: str = sys.executable
     from rlcompare.execution.backend import BackendOptions, Limits
     from rlcompare.execution.driver import Driver
     from rlcompare.execution.local import LocalBackend
-    from rlcompare.plan import build_plan
-    from rlcompare.plugins import build_plugin_manager
-    from rlcompare.store import Store
-    from rlcompare.workload import workload_from_dict
+    from rlcompare.plan.matrix import build_plan
+    from rlcompare.plugins.manager import build_plugin_manager
+    from rlcompare.spec.workload import workload_from_dict
+    from rlcompare.store.sqlite_store import Store
 
     workload = workload_from_dict(workload_dict(steps), "overhead")
-    plan = build_plan(build_plugin_manager(), [workload], [adapter])
+    plan = build_plan(build_plugin_manager().plan_catalogue(), [workload], [adapter])
     with tempfile.TemporaryDirectory() as scratch, Store(Path(scratch) / "overhead.db") as store:
         driver = Driver(store, LocalBackend(Limits(), BackendOptions(jobs=1), python=python))
         cpu, wall = time.process_time(), time.perf_counter()
@@ -181,7 +181,7 @@ def main() -> None:
     parser.add_argument("--direct-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.direct_child:
-        from rlcompare.workload import workload_from_dict
+        from rlcompare.spec.workload import workload_from_dict
 
         seconds = DIRECT[args.direct_child](workload_from_dict(workload_dict(args.steps), "overhead"))
         print(json.dumps({"seconds": seconds}))

@@ -40,9 +40,9 @@ def main() -> None:
     from overhead import sb3_model, workload_dict
     from stable_baselines3.common.callbacks import BaseCallback
 
-    from rlcompare.context import TrainingContext
-    from rlcompare.envs import make_env
-    from rlcompare.workload import workload_from_dict
+    from rlcompare.harness.context import TrainingContext
+    from rlcompare.harness.counted_envs import make_env
+    from rlcompare.spec.workload import workload_from_dict
 
     torch.set_num_threads(1)
     workload = workload_from_dict(workload_dict(args.steps), "overhead")
@@ -94,8 +94,8 @@ def account(workload: Any, steps: int, checkpoints: int, plain_seconds: float, r
     import gymnasium
     from counting_overhead import compare
 
-    from rlcompare.context import TrainingContext
-    from rlcompare.envs import StepCounter
+    from rlcompare.harness.context import TrainingContext
+    from rlcompare.harness.counted_envs import StepCounter
 
     with tempfile.TemporaryDirectory() as scratch:
         counter = StepCounter(Path(scratch) / "steps.bin", create=True)

@@ -31,12 +31,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rlcompare.criteria_api import MeasurementCache  # noqa: E402
-from rlcompare.plugins import build_plugin_manager  # noqa: E402
-from rlcompare.scoring import DEFAULT_REPS, ScoringOptions, score_store  # noqa: E402
+from rlcompare.harness.validity import BudgetTolerance, judge_run  # noqa: E402
+from rlcompare.plugins.manager import build_plugin_manager  # noqa: E402
+from rlcompare.scoring.engine import DEFAULT_REPS, ScoringOptions, score_store  # noqa: E402
+from rlcompare.scoring.measurement_cache import MeasurementCache  # noqa: E402
 from rlcompare.scoring.profiles import get_profile  # noqa: E402
-from rlcompare.store import CURVE_COLUMNS, RUN_COLUMNS, Store  # noqa: E402
-from rlcompare.validity import BudgetTolerance, judge_run  # noqa: E402
+from rlcompare.store.sqlite_store import CURVE_COLUMNS, RUN_COLUMNS, Store  # noqa: E402
 
 CURVE_STEPS = (0, 2_500, 5_000, 7_500, 10_000)
 THRESHOLD = 400.0
@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         inputs: dict = {}
         options = ScoringOptions(reps=args.reps)
         with Timer() as ours, Store(path) as store:
-            matrix = score_store(store, plugins, get_profile("balanced"), options,
+            matrix = score_store(store, plugins.scoring_catalogue(), get_profile("balanced"), options,
                                  cache=MeasurementCache(Path(scratch) / "cache.json"), inputs=inputs)
         calls = rliable_calls(inputs)
         alone = replay(calls, args.reps, min(args.replay_reps, args.reps))

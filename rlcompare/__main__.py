@@ -1,3 +1,3 @@
-from rlcompare.cli import main
+from rlcompare.cli.main import main
 
 raise SystemExit(main())

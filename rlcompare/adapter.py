@@ -1,200 +1,52 @@
-"""The adapter contract: one class per framework, translating a workload into the framework's
-own API without ever importing the framework outside :meth:`Adapter.train`.
+"""What an adapter author imports: the adapter contract and the harness's helpers, in one place.
 
-An adapter declares what it can do (:class:`Capabilities`), says setting by setting how faithfully
-it maps a workload (:class:`FidelityEntry`), and trains with the framework's own API, calling
-``context.checkpoint(policy)`` often so the harness can evaluate on its own environments.
+    from rlcompare import hookimpl
+    from rlcompare.adapter import Adapter, Capabilities, Fidelity, FidelityEntry, TrainingResult
+
+Everything here lives in :mod:`rlcompare.harness` (standard library, numpy and gymnasium only), so
+an adapter module that imports this facade still runs inside its own Python environment, where
+rlcompare's other dependencies are not installed. Importing it stays light (listing plugins imports
+every adapter module): the three names that need numpy and gymnasium (:class:`TrainingContext`,
+:class:`EnvFactory`, :data:`Policy`) are loaded on first use; an adapter module imports them for
+type checking, or inside ``train()``.
 """
 
 from __future__ import annotations
 
-import enum
-import re
-from abc import ABC, abstractmethod
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from rlcompare.errors import IncompatibleError, PluginError
-from rlcompare.validity import BudgetTolerance
+from rlcompare.errors import IncompatibleError
+from rlcompare.harness.contract import ADAPTER_ID_PATTERN, Adapter, Capabilities, TrainingResult
+from rlcompare.harness.fidelity import Fidelity, FidelityEntry, Judge, Setting, entry, map_settings, only_if
+from rlcompare.harness.limits import COUNTER_SLOTS
+from rlcompare.harness.private_ray import start_private_ray
+from rlcompare.harness.validity import GRANULARITIES, BudgetTolerance
+from rlcompare.harness.workload_view import WorkloadLike
 
 if TYPE_CHECKING:
-    import numpy as np
+    from rlcompare.harness.context import TrainingContext
+    from rlcompare.harness.counted_envs import EnvFactory, episode_step_limit, make_env
+    from rlcompare.harness.evaluation import Policy
 
-    from rlcompare.context import TrainingContext
-    from rlcompare.workload import Workload
+__all__ = [
+    "ADAPTER_ID_PATTERN", "COUNTER_SLOTS", "GRANULARITIES", "Adapter", "BudgetTolerance", "Capabilities",
+    "EnvFactory", "Fidelity", "FidelityEntry", "IncompatibleError", "Judge", "Policy", "Setting",
+    "TrainingContext", "TrainingResult", "WorkloadLike", "entry", "episode_step_limit", "make_env", "map_settings", "only_if",
+    "start_private_ray",
+]
 
-#: A policy maps a batch of observations to a batch of actions (numpy in, numpy out).
-Policy = Callable[["np.ndarray"], "np.ndarray"]
-
-
-@dataclass(frozen=True)
-class Capabilities:
-    """What an adapter can run, declared without importing its framework."""
-
-    algorithms: frozenset[str]
-    action_spaces: frozenset[str] = frozenset({"discrete", "continuous"})
-    vectorized_envs: bool = True
-    rollout_workers: bool = False
-    modes: frozenset[str] = frozenset({"sync"})
-    max_workers: int | None = None
-    #: Per-algorithm restriction of ``action_spaces`` (e.g. DQN: discrete only); absent = no restriction.
-    algorithm_action_spaces: dict[str, frozenset[str]] = field(default_factory=dict)
-
-    def refusal(self, workload: Workload, action_space: str | None) -> str | None:
-        """Why this adapter cannot run ``workload``, or None when it can."""
-        par = workload.parallelism
-        if workload.algorithm not in self.algorithms:
-            return f"algorithm {workload.algorithm} is not offered (offers {', '.join(sorted(self.algorithms))})"
-        if action_space is not None:
-            # the adapter's own narrowing for this algorithm, else what the family can act in
-            allowed = self.algorithm_action_spaces.get(
-                workload.algorithm, self.action_spaces & workload.family.action_spaces)
-            if not allowed:
-                return (f"{workload.algorithm} acts in {', '.join(sorted(workload.family.action_spaces))} action "
-                        f"spaces, this adapter in {', '.join(sorted(self.action_spaces))} only")
-            if action_space not in allowed:
-                return (f"{workload.algorithm} runs on {', '.join(sorted(allowed))} action spaces only, "
-                        f"{workload.env} has {action_space}")
-        if par.mode not in self.modes:
-            return f"{par.mode} sampling is not offered"
-        if par.workers > 1 and not self.rollout_workers:
-            return "separate rollout workers are not offered"
-        if self.max_workers is not None and par.workers > self.max_workers:
-            return f"at most {self.max_workers} rollout workers"
-        if par.envs_per_worker > 1 and not self.vectorized_envs:
-            return "vectorized environments are not offered"
-        return None
-
-    def to_dict(self) -> dict[str, Any]:
-        def plain(value: Any) -> Any:
-            if isinstance(value, frozenset):
-                return sorted(value)
-            if isinstance(value, dict):
-                return {key: plain(item) for key, item in value.items()}
-            return value
-
-        return {key: plain(value) for key, value in asdict(self).items()}
+#: Names whose modules import numpy and gymnasium: loaded when first read, not with this facade.
+_HEAVY = {
+    "TrainingContext": "rlcompare.harness.context",
+    "EnvFactory": "rlcompare.harness.counted_envs",
+    "make_env": "rlcompare.harness.counted_envs",
+    "episode_step_limit": "rlcompare.harness.counted_envs",
+    "Policy": "rlcompare.harness.evaluation",
+}
 
 
-class Fidelity(enum.StrEnum):
-    """How faithfully a canonical setting reaches the framework."""
-
-    EXACT = "exact"
-    APPROXIMATE = "approximate"
-    UNSUPPORTED = "unsupported"
-
-
-@dataclass(frozen=True)
-class FidelityEntry:
-    """One canonical setting, its framework-native counterpart and how well they match."""
-
-    setting: str
-    value: Any
-    status: Fidelity
-    native_name: str | None = None
-    native_value: Any = None
-    note: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["status"] = self.status.value
-        return data
-
-
-@dataclass
-class TrainingResult:
-    """What :meth:`Adapter.train` hands back; the harness then runs the final evaluation."""
-
-    policy: Policy
-    framework_env_steps: int | None = None
-    native_config: dict[str, Any] = field(default_factory=dict)
-
-
-class Adapter(ABC):
-    """Base class of every adapter. Subclasses set the class attributes and implement the methods."""
-
-    #: What users type in ``--adapters``.
-    id: ClassVar[str]
-    #: The registry id of the framework this adapter drives.
-    framework: ClassVar[str]
-    #: One line for ``rlcompare list adapters``.
-    summary: ClassVar[str] = ""
-    #: Module whose import proves the framework is installed (checked by ``doctor``, not ``list``).
-    import_name: ClassVar[str | None] = None
-    #: Distributions whose versions are recorded with each run; the first is the framework's own.
-    distributions: ClassVar[tuple[str, ...]] = ()
-    #: What pip must install for this adapter to run (requirement strings, extras allowed), used to
-    #: measure the install footprint; empty means ``distributions``.
-    install_requires: ClassVar[tuple[str, ...]] = ()
-    #: What the adapter's own Python environment installs (requirement strings, pins allowed);
-    #: empty means ``install_requires`` (or ``distributions``). The harness adds the worker's own
-    #: needs (numpy, gymnasium); see :mod:`rlcompare.environments`.
-    environment_requires: ClassVar[tuple[str, ...]] = ()
-    #: The Python version of its own environment (e.g. ``"3.10"``); None: the driver's.
-    environment_python: ClassVar[str | None] = None
-    #: True when the adapter's pins conflict with the main environment: its runs always go to its
-    #: own environment. Otherwise that happens when the running interpreter does not satisfy
-    #: :meth:`environment_requirements`, or when the user asks (``rlcompare run --isolate``).
-    requires_isolation: ClassVar[bool] = False
-
-    @classmethod
-    def environment_requirements(cls) -> tuple[str, ...]:
-        """The requirements of this adapter's own environment (see ``environment_requires``)."""
-        return cls.environment_requires or cls.install_requires or cls.distributions
-
-    @abstractmethod
-    def capabilities(self) -> Capabilities:
-        """What this adapter can run. Must not import the framework."""
-
-    @abstractmethod
-    def fidelity(self, workload: Workload) -> list[FidelityEntry]:
-        """Each canonical setting of ``workload`` and how it maps. Must not import the framework."""
-
-    @abstractmethod
-    def train(self, workload: Workload, context: TrainingContext) -> TrainingResult:
-        """Train for ``workload.env_steps`` on ``context.env_factory`` environments, calling
-        ``context.start_training()`` once everything is built and ``context.checkpoint(policy)``
-        often while training."""
-
-    def budget_tolerance(self, workload: Workload) -> BudgetTolerance:
-        """How far a run may land from its budget, and the framework's count from the harness's.
-
-        The default follows the workload: one rollout of every env for on-policy algorithms, one
-        update interval for off-policy ones, doubled in async mode. An adapter whose loop meets the
-        budget at a coarser grain (whole episodes, generations of a population) overrides this and
-        says so; the run's validity verdict (:mod:`rlcompare.validity`) is judged against it.
-        """
-        return BudgetTolerance.for_workload(workload)
-
-    def check_compatible(self, workload: Workload, action_space: str | None) -> None:
-        """Raise :class:`IncompatibleError` naming both sides when the pair cannot run."""
-        reason = self.capabilities().refusal(workload, action_space)
-        if reason is not None:
-            raise IncompatibleError(f"adapter {self.id!r} cannot run workload {workload.id!r}: {reason}")
-
-
-ADAPTER_ID_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
-
-
-def check_adapter_class(adapter_class: Any) -> None:
-    """Refuse, at registration, an adapter class that breaks the contract's declarations."""
-    name = getattr(adapter_class, "__qualname__", repr(adapter_class))
-    if not isinstance(adapter_class, type) or not issubclass(adapter_class, Adapter):
-        raise PluginError(name, "add_adapter expects a subclass of rlcompare.adapter.Adapter")
-    adapter_id = getattr(adapter_class, "id", None)
-    if not isinstance(adapter_id, str) or not ADAPTER_ID_PATTERN.match(adapter_id):
-        raise PluginError(name, f"adapter id {adapter_id!r} must match {ADAPTER_ID_PATTERN.pattern}")
-    framework = getattr(adapter_class, "framework", None)
-    if not isinstance(framework, str) or not framework:
-        raise PluginError(name, f"adapter {adapter_id!r}: 'framework' must name its registry entry")
-    if getattr(adapter_class, "__abstractmethods__", None):
-        missing = ", ".join(sorted(adapter_class.__abstractmethods__))
-        raise PluginError(name, f"adapter {adapter_id!r} does not implement {missing}")
-    for attribute in ("distributions", "install_requires", "environment_requires"):
-        value = getattr(adapter_class, attribute, ())
-        if not isinstance(value, tuple) or not all(isinstance(item, str) for item in value):
-            raise PluginError(name, f"adapter {adapter_id!r}: '{attribute}' must be a tuple of strings")
-    python = getattr(adapter_class, "environment_python", None)
-    if python is not None and not (isinstance(python, str) and re.match(r"^\d+(\.\d+){0,2}$", python)):
-        raise PluginError(name, f"adapter {adapter_id!r}: 'environment_python' must be a version such as '3.11'")
+def __getattr__(name: str) -> Any:
+    if name in _HEAVY:
+        return getattr(importlib.import_module(_HEAVY[name]), name)
+    raise AttributeError(f"module 'rlcompare.adapter' has no attribute {name!r}")

@@ -8,43 +8,14 @@ module import time: listing plugins imports every plugin module.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from rlcompare import PROJECT_NAME, hookimpl, hookspec
 
 if TYPE_CHECKING:
-    from rlcompare.plugins import Register
+    from rlcompare.plugins.register import Register
 
-PROJECT_NAME = "rlcompare"
-
-
-class _PlainMarker:
-    """Marks hook functions as pluggy's markers do (the same attribute and options), for a run's
-    worker in an adapter's own environment: it imports the adapter's plugin module, which
-    decorates its hooks, but builds no plugin manager, so pluggy need not be installed there."""
-
-    def __init__(self, project_name: str, kind: str, defaults: dict[str, Any]) -> None:
-        self.attribute, self.defaults = f"{project_name}_{kind}", defaults
-
-    def __call__(self, function: Callable[..., Any] | None = None, **options: Any) -> Any:
-        def mark(target: Callable[..., Any]) -> Callable[..., Any]:
-            setattr(target, self.attribute, {**self.defaults, **options})
-            return target
-
-        return mark if function is None else mark(function)
-
-
-try:
-    import pluggy
-except ModuleNotFoundError:  # only where no plugin manager is ever built (see _PlainMarker)
-    hookspec: Any = _PlainMarker(PROJECT_NAME, "spec", {"firstresult": False, "historic": False,
-                                                        "warn_on_impl": None, "warn_on_impl_args": None})
-    hookimpl: Any = _PlainMarker(PROJECT_NAME, "impl", {"wrapper": False, "hookwrapper": False,
-                                                        "optionalhook": False, "tryfirst": False,
-                                                        "trylast": False, "specname": None})
-else:
-    hookspec = pluggy.HookspecMarker(PROJECT_NAME)
-    hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
-
+__all__ = ["PROJECT_NAME", "hookimpl", "hookspec"]
 
 # -------------------------------------------------------------------------------------------------
 # registration: called once, when the plugin manager is built
@@ -54,7 +25,7 @@ else:
 @hookspec
 def rlcompare_register_algorithms(register: Register) -> None:
     """Register algorithm families with ``register.add_algorithm(AlgorithmFamily(...))``
-    (:class:`rlcompare.algorithms.AlgorithmFamily`: name, one-line description, canonical
+    (:class:`rlcompare.spec.families.AlgorithmFamily`: name, one-line description, canonical
     hyperparameter model, action spaces, gradient or evolutionary, budget granularity and grain).
 
     Called before every other registration hook, so a plugin's workloads may name its families.
@@ -68,7 +39,7 @@ def rlcompare_register_adapters(register: Register) -> None:
     """Register adapter classes with ``register.add_adapter(AdapterClass)``.
 
     An adapter class has a class attribute ``id`` (what users type in ``--adapters``) and a
-    ``framework`` naming its registry entry; see :class:`rlcompare.adapter.Adapter`.
+    ``framework`` naming its registry entry; see :class:`rlcompare.harness.contract.Adapter`.
     """
 
 

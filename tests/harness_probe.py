@@ -21,10 +21,10 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from rlcompare.envs import CALIBRATED_ENV_ID, EnvFactory, StepCounter, make_env
-from rlcompare.evaluation import Evaluator
+from rlcompare.harness.counted_envs import CALIBRATED_ENV_ID, EnvFactory, StepCounter, make_env
+from rlcompare.harness.evaluation import Evaluator
 
-HARNESS_MODULES = ("rlcompare.envs", "rlcompare.evaluation", "rlcompare.rundir", "rlcompare.driver_watch")
+HARNESS_MODULES = ("rlcompare.harness.counted_envs", "rlcompare.harness.evaluation", "rlcompare.harness.run_directory", "rlcompare.harness.driver_watch")
 SEEDS = (0, 1, 7)
 STEPS = 300
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rlcompare.plugins import Plugins, build_plugin_manager
-from rlcompare.records import RunRecord
+from rlcompare.plugins.manager import Plugins, build_plugin_manager
+from rlcompare.store.records import RunRecord
 from tests.test_criteria_support import TEST_BUILTINS, curve, run_record, workload_spec, write_store
 
 #: What the reporting tests load: the scoring test plugins, the registry and the report formats.
-REPORT_BUILTINS = (*TEST_BUILTINS, "rlcompare.builtin_frameworks", "rlcompare.reporting.builtin_formats")
+REPORT_BUILTINS = (*TEST_BUILTINS, "rlcompare.builtins.frameworks", "rlcompare.builtins.report_formats")
 HOSTILE = "<script>alert(1)</script> & 100% _x_ $y$ #z {b} \\c ~^|"
 HOST = {"fingerprint": "abc123", "cpu_model": "Test CPU", "logical_cpus": 4, "usable_cpus": 2,
         "memory_bytes": 8 * 2**30, "machine": "x86_64", "system": "Linux 6", "python": "3.11.7", "gpu": None}

@@ -13,15 +13,16 @@ from pathlib import Path
 import pytest
 from pydantic import Field
 
-from rlcompare import algorithms
 from rlcompare.adapter import Capabilities
-from rlcompare.algorithms import AlgorithmFamily, CanonicalHyperparameters, known_families
-from rlcompare.builtin_algorithms import BUILTIN_FAMILIES
-from rlcompare.builtin_workloads import builtin_workloads
 from rlcompare.errors import InvalidWorkloadError, PluginError
-from rlcompare.plugins import BUILTIN_PLUGINS, Origin, Register, build_plugin_manager
-from rlcompare.validity import BudgetTolerance
-from rlcompare.workload import workload_from_dict
+from rlcompare.harness.protocol import Origin
+from rlcompare.harness.validity import BudgetTolerance
+from rlcompare.plugins.manager import BUILTIN_PLUGINS, build_plugin_manager
+from rlcompare.plugins.register import Register
+from rlcompare.spec.builtin_families import BUILTIN_FAMILIES
+from rlcompare.spec.builtin_workloads import builtin_workloads
+from rlcompare.spec.families import AlgorithmFamily, CanonicalHyperparameters
+from rlcompare.spec.workload import workload_from_dict
 from tests.conftest import ROOT, _with_path, run_cli
 
 ALGO_PLUGINS = ROOT / "tests" / "plugins" / "algos"
@@ -47,12 +48,11 @@ PPO_QUICK_JSON_PREFIX = (
 @pytest.fixture
 def cem_plugin(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Install the outside package (family CEM, adapter cem, workload cartpole-cem) by entry point,
-    for this process and every process it starts; the known families are restored afterwards."""
+    for this process and every process it starts."""
     monkeypatch.setenv("PYTHONPATH", _with_path(ALGO_PLUGINS))
     monkeypatch.syspath_prepend(str(ALGO_PLUGINS))
     monkeypatch.delenv("RLCOMPARE_DISABLE_PLUGIN_AUTOLOAD", raising=False)
     yield ALGO_PLUGINS
-    build_plugin_manager(autoload=False)
 
 
 def _cem(**hyperparameters: object) -> dict:
@@ -68,15 +68,15 @@ def test_builtin_families_come_through_the_hook_like_any_plugin() -> None:
     assert plugins.errors == []
     assert set(plugins.register.algorithms) == {"PPO", "A2C", "DQN", "SAC", "ES"}
     origin = plugins.origin("algorithm", "ES")
-    assert (origin.plugin, origin.distribution) == ("rlcompare.builtin_algorithms", "rlcompare")
+    assert (origin.plugin, origin.distribution) == ("rlcompare.builtins.families", "rlcompare")
     assert plugins.algorithms["ES"].kind == "evolutionary" and plugins.algorithms["PPO"].kind == "gradient"
 
 
 def test_builtins_are_known_without_any_plugin_manager() -> None:
-    code = ("from rlcompare import algorithms\nfrom rlcompare.workload import workload_from_dict\n"
+    code = ("import sys\nfrom rlcompare.spec.workload import workload_from_dict\n"
             "w = workload_from_dict({'id': 'x', 'env': 'CartPole-v1', 'algorithm': 'ES', 'env_steps': 10,"
             " 'hyperparameters': {'sigma': 0.5}}, 't')\n"
-            "print(w.hyperparameters.sigma, algorithms._plugins_loaded)\n")
+            "print(w.hyperparameters.sigma, 'rlcompare.plugins.manager' in sys.modules)\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                             env={"PYTHONPATH": str(ROOT), "RLCOMPARE_DISABLE_PLUGIN_AUTOLOAD": "1"})
     assert result.returncode == 0, result.stderr
@@ -144,27 +144,28 @@ def test_outside_family_registers_through_its_entry_point(cem_plugin: Path) -> N
     # the plugin's own workload names its own family: families are registered before workloads
     assert plugins.workloads["cartpole-cem"].hyperparameters.population_size == 4
 
-    workload = workload_from_dict(_cem(elite_fraction=0.5), "t")
+    families = plugins.algorithms
+    workload = workload_from_dict(_cem(elite_fraction=0.5), "t", families)
     assert workload.hyperparameters.elite_fraction == 0.5 and workload.hyperparameters.population_size == 16
     assert workload.family.kind == "evolutionary"
     assert BudgetTolerance.for_workload(workload) == BudgetTolerance("generation", 16 * 500, 16 * 500)
     with pytest.raises(InvalidWorkloadError, match="unknown algorithm 'CEN'; did you mean 'CEM'"):
-        workload_from_dict({**_cem(), "algorithm": "CEN"}, "t")
+        workload_from_dict({**_cem(), "algorithm": "CEN"}, "t", families)
     with pytest.raises(InvalidWorkloadError, match=r"field 'hyperparameters.elite_fractio' is not a known setting; "
                                                    r"did you mean 'elite_fraction'\?"):
-        workload_from_dict(_cem(elite_fractio=0.5), "t")
+        workload_from_dict(_cem(elite_fractio=0.5), "t", families)
     with pytest.raises(InvalidWorkloadError, match=r"field 'hyperparameters.elite_fraction': Input should be less "
                                                    r"than or equal to 1 \(got 2.0\)"):
-        workload_from_dict(_cem(elite_fraction=2.0), "t")
+        workload_from_dict(_cem(elite_fraction=2.0), "t", families)
 
 
 def test_outside_family_is_refused_where_its_action_spaces_do_not_reach(cem_plugin: Path) -> None:
     plugins = build_plugin_manager()
     adapter = plugins.adapter("cem")  # declares both action spaces itself; the family needs discrete
-    pendulum = workload_from_dict({**_cem(), "env": "Pendulum-v1"}, "t")
+    pendulum = workload_from_dict({**_cem(), "env": "Pendulum-v1"}, "t", plugins.algorithms)
     assert adapter.capabilities().refusal(pendulum, "continuous") == (
         "CEM runs on discrete action spaces only, Pendulum-v1 has continuous")
-    assert adapter.capabilities().refusal(workload_from_dict(_cem(), "t"), "discrete") is None
+    assert adapter.capabilities().refusal(workload_from_dict(_cem(), "t", plugins.algorithms), "discrete") is None
 
 
 def test_family_action_spaces_apply_where_the_adapter_does_not_narrow_them() -> None:
@@ -264,7 +265,7 @@ def test_add_algorithm_refuses_other_objects_naming_the_plugin() -> None:
 def test_a_plugin_cannot_take_over_a_builtin_family(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "ppo_again.py").write_text(textwrap.dedent("""
         from rlcompare import hookimpl
-        from rlcompare.algorithms import AlgorithmFamily, CanonicalHyperparameters
+        from rlcompare.spec.families import AlgorithmFamily, CanonicalHyperparameters
 
         @hookimpl
         def rlcompare_register_algorithms(register):
@@ -272,25 +273,26 @@ def test_a_plugin_cannot_take_over_a_builtin_family(tmp_path: Path, monkeypatch:
                                                    frozenset({"discrete"}), "gradient", "update", lambda w: 1))
     """))
     monkeypatch.syspath_prepend(str(tmp_path))
-    try:
-        plugins = build_plugin_manager(builtins=(*BUILTIN_PLUGINS, "ppo_again"), autoload=False)
-        [error] = [e for e in plugins.errors if "'PPO'" in str(e)]
-        assert "registered by both 'rlcompare.builtin_algorithms' (rlcompare 0.1.0) and 'ppo_again'" in str(error)
-        # the built-in stays what workloads validate against
-        assert plugins.algorithms["PPO"] is next(f for f in BUILTIN_FAMILIES if f.name == "PPO")
-        workload = workload_from_dict({"id": "p", "env": "CartPole-v1", "algorithm": "PPO", "env_steps": 10,
-                                       "hyperparameters": {"epochs": 2}}, "t")
-        assert workload.hyperparameters.epochs == 2
-    finally:
-        build_plugin_manager(autoload=False)
+    plugins = build_plugin_manager(builtins=(*BUILTIN_PLUGINS, "ppo_again"), autoload=False)
+    [error] = [e for e in plugins.errors if "'PPO'" in str(e)]
+    assert "registered by both 'rlcompare.builtins.families' (rlcompare 0.1.0) and 'ppo_again'" in str(error)
+    # the built-in stays what workloads validate against
+    assert plugins.algorithms["PPO"] is next(f for f in BUILTIN_FAMILIES if f.name == "PPO")
+    workload = workload_from_dict({"id": "p", "env": "CartPole-v1", "algorithm": "PPO", "env_steps": 10,
+                                   "hyperparameters": {"epochs": 2}}, "t", plugins.algorithms)
+    assert workload.hyperparameters.epochs == 2
 
 
-def test_known_families_follow_the_latest_plugin_manager(cem_plugin: Path) -> None:
-    build_plugin_manager()
-    assert "CEM" in known_families()
-    build_plugin_manager(autoload=False)
-    assert "CEM" not in known_families() and algorithms._plugins_loaded
-    assert set(known_families()) == {"PPO", "A2C", "DQN", "SAC", "ES"}
+def test_families_are_validation_context_not_process_state(cem_plugin: Path) -> None:
+    with_cem = build_plugin_manager()
+    cem = workload_from_dict(_cem(), "t", with_cem.algorithms)
+    build_plugin_manager(autoload=False)  # a later plugin manager changes nothing already validated
+    assert cem.family is with_cem.algorithms["CEM"]
+    assert BudgetTolerance.for_workload(cem.with_seeds(1)).granularity == "generation"
+    # nor what a validation without those families accepts
+    with pytest.raises(InvalidWorkloadError, match="unknown algorithm 'CEM'"):
+        workload_from_dict(_cem(), "t")
+    assert set(build_plugin_manager(autoload=False).algorithms) == {"PPO", "A2C", "DQN", "SAC", "ES"}
 
 
 # -- scoring and reports ------------------------------------------------------------------------------
@@ -298,9 +300,9 @@ def test_known_families_follow_the_latest_plugin_manager(cem_plugin: Path) -> No
 
 def test_an_es_workload_is_scored_and_reported_next_to_gradient_ones(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from rlcompare import score_cli
-    from rlcompare.cli import main
-    from rlcompare.reporting import cli as reporting_cli
+    from rlcompare.cli import report as reporting_cli
+    from rlcompare.cli import score as score_cli
+    from rlcompare.cli.main import main
     from tests.reporting_support import REPORT_BUILTINS
     from tests.test_criteria_support import curve, run_record, workload_spec, write_store
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from rlcompare.process_tree import RUN_ID_ENV
+from rlcompare.execution.process_tree import RUN_ID_ENV
 from tests.conftest import GOOD_PLUGINS, ROOT, TINY_WORKLOAD, _with_path
 
 BACKEND_PLUGIN = ROOT / "tests" / "plugins" / "backend"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from rlcompare.cli import main
-from rlcompare.rundir import runs_root
+from rlcompare.cli.main import main
+from rlcompare.harness.run_directory import runs_root
 from tests.conftest import GOOD_PLUGINS, TINY_WORKLOAD, _with_path, run_cli
 
 

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from rlcompare.envs import CALIBRATED_ENV_ID, ideal_throughput, make_env
-from rlcompare.plan import build_plan
-from rlcompare.plugins import build_plugin_manager
-from rlcompare.runner import LocalRunner
-from rlcompare.store import Store
-from rlcompare.workload import workload_from_dict
+from rlcompare.execution.runner import LocalRunner
+from rlcompare.harness.calibration import CALIBRATED_ENV_ID, ideal_throughput
+from rlcompare.harness.counted_envs import make_env
+from rlcompare.plan.matrix import build_plan
+from rlcompare.plugins.manager import build_plugin_manager
+from rlcompare.spec.workload import workload_from_dict
+from rlcompare.store.sqlite_store import Store
 
 
 def test_each_step_costs_the_calibrated_cpu_time() -> None:
@@ -41,7 +42,7 @@ def test_runs_on_the_calibrated_env_record_their_ideal(fake_plugin: Path, tmp_pa
          "env_steps": 300, "seeds": 1, "hyperparameters": {}, "evaluation": {"episodes": 1, "interval_steps": 300}},
         "test",
     )
-    plan = build_plan(build_plugin_manager(), [workload], ["fake"])
+    plan = build_plan(build_plugin_manager().plan_catalogue(), [workload], ["fake"])
     with Store(tmp_path / "runs.db") as store:
         [outcome] = LocalRunner(store).run(plan).outcomes
     record = outcome.record

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rlcompare.cli import main
+from rlcompare.cli.main import main
 from tests.conftest import TINY_WORKLOAD, run_cli
 
 # (what is wrong, the TOML text, a fragment the one-line message must contain)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rlcompare.plugins import build_plugin_manager
+from rlcompare.plugins.manager import build_plugin_manager
 from rlcompare.testing.conformance import RULES, Kit, describe_timings
 
 BUILTIN_ADAPTERS = sorted(build_plugin_manager(autoload=False).adapters)

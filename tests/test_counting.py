@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rlcompare.envs import DEFAULT_SLOTS, CountingWrapper, EnvFactory, StepCounter
+from rlcompare.harness.counted_envs import DEFAULT_SLOTS, CountingWrapper, EnvFactory, StepCounter
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -67,7 +67,7 @@ def test_killed_writer_leaves_its_counts(tmp_path: Path) -> None:
     counter = StepCounter(tmp_path / "steps.bin", create=True)
     script = (
         "import os, signal, sys\n"
-        "from rlcompare.envs import EnvFactory\n"
+        "from rlcompare.harness.counted_envs import EnvFactory\n"
         "env = EnvFactory('CartPole-v1', {}, sys.argv[1], 5)()\n"
         "env.reset(seed=0)\n"
         "for _ in range(1234):\n"

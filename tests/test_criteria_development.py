@@ -16,12 +16,14 @@ from typing import Any
 import pluggy
 import pytest
 import rlcompare_criteria.development as development
+from rlcompare_criteria import api_coverage, cold_import, feature_coverage, footprint, fresh_interpreter, licence
 
 from rlcompare.adapter import Adapter, Capabilities
-from rlcompare.criteria_api import ALL_WORKLOADS, MeasurementCache, ScoringData
-from rlcompare.plugins import Plugins, Register
-from rlcompare.registry import FrameworkEntry, framework_entry_from_dict, load_builtin_entries
-from rlcompare.store import Store
+from rlcompare.plugins.manager import Plugins
+from rlcompare.plugins.register import Register
+from rlcompare.registry.entries import FrameworkEntry, framework_entry_from_dict, load_builtin_entries
+from rlcompare.scoring.criteria import ALL_WORKLOADS, MeasurementCache, ScoringData
+from rlcompare.store.sqlite_store import Store
 from tests.test_criteria_support import run_record, workload_spec, write_store
 
 FINISHED_AT = dt.datetime(2025, 1, 31, 12, tzinfo=dt.UTC).timestamp()
@@ -92,7 +94,7 @@ def _data(tmp_path: Path, frameworks: dict[str, Any] | None) -> ScoringData:
             for adapter, fw in (("plug", "pluggy-fw"), ("bare", "bare-fw"), ("ghost", "ghost-fw"))]
     path = write_store(tmp_path / "store.db", runs)
     with Store(path) as store:
-        return ScoringData(store.runs_frame(), plugins=_plugins(frameworks),
+        return ScoringData(store.runs_frame(), catalogue=_plugins(frameworks).scoring_catalogue(),
                            cache=MeasurementCache(tmp_path / "cache.json"))
 
 
@@ -141,38 +143,38 @@ def test_install_footprint_reads_installed_metadata(data: ScoringData) -> None:
 
 
 def test_install_closure_follows_requirements() -> None:
-    closure = development.install_closure("pytest")
+    closure = footprint.install_closure("pytest")
     assert {"pytest", "pluggy", "iniconfig"} <= set(closure["names"])
     assert closure["distributions"] == len(closure["names"])
 
 
 def test_install_closure_follows_extras_and_unions_roots() -> None:
-    plain = development.install_closure("ray")
-    with_rllib = development.install_closure("ray[rllib]")
+    plain = footprint.install_closure("ray")
+    with_rllib = footprint.install_closure("ray[rllib]")
     assert "gymnasium" not in plain["names"] and "gymnasium" in with_rllib["names"]  # rllib's extra needs it
-    both = development.install_closure("ray[rllib]", "pluggy")
+    both = footprint.install_closure("ray[rllib]", "pluggy")
     assert set(both["names"]) == set(with_rllib["names"]) | {"pluggy"}
     assert both["bytes"] >= with_rllib["bytes"]
 
 
 def test_cold_import_is_timed_in_fresh_interpreters_and_cached(data: ScoringData, monkeypatch: pytest.MonkeyPatch) -> None:
     samples = _values(_criterion("cold_import").compute(data))["plug"]
-    assert len(samples) == development.IMPORT_REPEATS and all(0 < s < 30 for s in samples)
+    assert len(samples) == cold_import.IMPORT_REPEATS and all(0 < s < 30 for s in samples)
     cached = json.loads(data.cache.path.read_text())
     assert any(key.startswith("import|pluggy|pluggy|") for key in cached)
 
     def no_subprocess(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("measured again instead of using the cache")
 
-    monkeypatch.setattr(development.subprocess, "run", no_subprocess)
-    fresh = ScoringData(data.runs, plugins=data.plugins, cache=MeasurementCache(data.cache.path))
+    monkeypatch.setattr(fresh_interpreter.subprocess, "run", no_subprocess)
+    fresh = ScoringData(data.runs, catalogue=data.catalogue, cache=MeasurementCache(data.cache.path))
     assert _values(_criterion("cold_import").compute(fresh))["plug"] == samples
 
 
 def test_api_coverage_is_introspected(data: ScoringData) -> None:
     docs = _values(_criterion("docstring_coverage").compute(data))["plug"][0]
     hints = _values(_criterion("type_hint_coverage").compute(data))["plug"][0]
-    counts = development.introspect_api("pluggy")
+    counts = api_coverage.introspect_api("pluggy")
     assert counts["objects"] > 5 and counts["functions"] > 5
     assert docs == pytest.approx(counts["documented"] / counts["objects"])
     assert hints == pytest.approx(counts["typed"] / counts["functions"])
@@ -181,7 +183,7 @@ def test_api_coverage_is_introspected(data: ScoringData) -> None:
 
 
 def test_failed_import_is_missing_with_the_error() -> None:
-    result = development.time_cold_import("no_such_module_for_rlcompare", repeats=1)
+    result = cold_import.time_cold_import("no_such_module_for_rlcompare", repeats=1)
     assert result["error"].startswith("import no_such_module_for_rlcompare failed: ModuleNotFoundError")
 
 
@@ -206,7 +208,7 @@ def test_complete_lists_and_false_are_known_absence_incomplete_lists_are_not(tmp
         computing_parallelism={"value": ("multi-process",), "complete": False},  # says nothing of GPUs/nodes
         architecture={"value": ("non-distributed",), "complete": True},
     )
-    found, _ = development.distributed_features(_data(tmp_path, {"pluggy-fw": entry}), "plug")
+    found, _ = feature_coverage.distributed_features(_data(tmp_path, {"pluggy-fw": entry}), "plug")
     assert found["GPU batch simulation"] is False
     assert found["multi-GPU training"] is None and found["multi-node cluster"] is None
     assert found["distributed architecture"] is False
@@ -223,14 +225,14 @@ def test_licence_and_release_age_from_the_registry(data: ScoringData) -> None:
 
 
 def test_every_builtin_adapter_gets_release_age_and_licence_from_its_real_registry_entry(tmp_path: Path) -> None:
-    from rlcompare.plugins import build_plugin_manager
+    from rlcompare.plugins.manager import build_plugin_manager
 
     plugins = build_plugin_manager(autoload=False)
     spec = workload_spec("w")
     runs = [(run_record(spec, adapter_id, 0, framework=adapter.framework, final_return=1.0), [])
             for adapter_id, adapter in sorted(plugins.adapters.items())]
     with Store(write_store(tmp_path / "store.db", runs)) as store:
-        data = ScoringData(store.runs_frame(), plugins=plugins, cache=MeasurementCache(tmp_path / "c.json"))
+        data = ScoringData(store.runs_frame(), catalogue=plugins.scoring_catalogue(), cache=MeasurementCache(tmp_path / "c.json"))
     ages = _values(_criterion("release_age").compute(data))
     licences = _criterion("licence").compute(data)
     for adapter_id, adapter in plugins.adapters.items():
@@ -253,7 +255,7 @@ def test_licence_falls_back_to_the_framework_own_distribution_not_the_first_list
     plugins = Plugins(manager=pluggy.PluginManager("rlcompare"), register=register, errors=[])
     runs = [(run_record(workload_spec("w"), "numpy-first", 0, framework="nowhere-fw", final_return=1.0), [])]
     with Store(write_store(tmp_path / "store.db", runs)) as store:
-        data = ScoringData(store.runs_frame(), plugins=plugins, cache=MeasurementCache(None))
+        data = ScoringData(store.runs_frame(), catalogue=plugins.scoring_catalogue(), cache=MeasurementCache(None))
     licence = _criterion("licence").compute(data)
     assert licence.labels[("numpy-first", ALL_WORKLOADS)] == "MIT"  # pluggy's, not numpy's BSD
     assert licence.notes[("numpy-first", ALL_WORKLOADS)] == "permissive, from the package metadata of pluggy"
@@ -293,7 +295,7 @@ def test_a_framework_that_never_released_has_no_release_age(tmp_path: Path) -> N
     ("Simplified BSD", ("permissive", 1.0)), ("Proprietary", None),
 ])
 def test_licence_classes(text: str, expected: tuple[str, float] | None) -> None:
-    assert development.classify_licence(text) == expected
+    assert licence.classify_licence(text) == expected
 
 
 def test_remeasure_measures_each_key_once_more_and_keeps_the_cache_fresh(tmp_path: Path) -> None:
@@ -377,7 +379,7 @@ def _one_adapter_data(tmp_path: Path, adapter_class: type[Adapter]) -> ScoringDa
     record = run_record(workload_spec("w"), adapter_class.id, 0, framework=adapter_class.framework, final_return=1.0,
                         finished_at=FINISHED_AT)
     with Store(write_store(tmp_path / "store.db", [(record, [])])) as store:
-        return ScoringData(store.runs_frame(), plugins=plugins, cache=MeasurementCache(None))
+        return ScoringData(store.runs_frame(), catalogue=plugins.scoring_catalogue(), cache=MeasurementCache(None))
 
 
 LAZY_FRAMEWORK = {
@@ -422,19 +424,19 @@ def test_a_framework_with_an_empty_top_level_is_timed_on_what_a_run_imports(
     assert framework_modules(LazyAdapter) == ("lazyfw", "lazyfw.agents")
     seconds = _values(_criterion("cold_import").compute(data))["lazy"]
     assert min(seconds) >= 0.4  # the sleep in lazyfw.agents counts
-    assert development.time_cold_import("lazyfw", repeats=1)["seconds"][0] < 0.4  # what the top level alone costs
-    counts = development.introspect_api(["lazyfw", "lazyfw.agents"])
+    assert cold_import.time_cold_import("lazyfw", repeats=1)["seconds"][0] < 0.4  # what the top level alone costs
+    counts = api_coverage.introspect_api(["lazyfw", "lazyfw.agents"])
     assert counts["objects"] == 1 and counts["documented"] == 1  # lazyfw.agents.Agent, reached through the run's imports
-    assert development.introspect_api("lazyfw")["objects"] == 0
+    assert api_coverage.introspect_api("lazyfw")["objects"] == 0
     # imports in a helper module of the adapter's package count too
     from lazyfw_pkg_adapter import PackagedAdapter
 
     assert framework_modules(PackagedAdapter) == ("lazyfw", "lazyfw.agents")
     # an optional module that raises (not only ImportError) is skipped and named, after one warm-up
     calls: list[list[str]] = []
-    real_run_in = development._run_in
-    monkeypatch.setattr(development, "_run_in", lambda *a: calls.append(list(a[2])) or real_run_in(*a))
-    timed = development.time_cold_import(["lazyfw", "lazyfw.broken"], repeats=2)
+    real_run_in = fresh_interpreter.run_in
+    monkeypatch.setattr(fresh_interpreter, "run_in", lambda *a: calls.append(list(a[2])) or real_run_in(*a))
+    timed = cold_import.time_cold_import(["lazyfw", "lazyfw.broken"], repeats=2)
     assert len(timed["seconds"]) == 2 and len(calls) == 3  # the first import is discarded
     assert timed["skipped"] == ["lazyfw.broken: RuntimeError"]
 
@@ -459,7 +461,7 @@ def test_a_failed_measurement_is_not_kept_and_an_interpreter_that_is_gone_is_one
     from rlcompare_criteria.installations import Installation
 
     gone = Installation(str(tmp_path / "env" / "bin" / "python"), (str(tmp_path),), "3.11.7", "0123456789abcdef")
-    result = development.time_cold_import("json", repeats=1, installation=gone)
+    result = cold_import.time_cold_import("json", repeats=1, installation=gone)
     assert result["error"].startswith("environment 0123456789abcdef cannot start Python (")
     cache = MeasurementCache(tmp_path / "m.json")
     attempts: list[int] = []

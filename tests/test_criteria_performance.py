@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from rlcompare.criteria_api import Criterion, CriterionResult
-from rlcompare.plugins import build_plugin_manager
-from rlcompare.scoring import ScoreMatrix, ScoringOptions, score_store
+from rlcompare.plugins.manager import build_plugin_manager
+from rlcompare.scoring.criteria import Criterion, CriterionResult
+from rlcompare.scoring.engine import ScoreMatrix, ScoringOptions, score_store
 from rlcompare.scoring.profiles import get_profile
-from rlcompare.store import Store
+from rlcompare.store.sqlite_store import Store
 from tests.test_criteria_support import TEST_BUILTINS, curve, run_record, workload_spec, write_store
 
 CART = workload_spec("cart", threshold=100.0)
@@ -53,7 +53,7 @@ def matrix(tmp_path_factory: pytest.TempPathFactory) -> ScoreMatrix:
     path = write_store(tmp_path_factory.mktemp("perf") / "store.db", runs)
     plugins = build_plugin_manager(builtins=TEST_BUILTINS, autoload=False)
     with Store(path) as store:
-        return score_store(store, plugins, get_profile("balanced"), ScoringOptions(reps=500))
+        return score_store(store, plugins.scoring_catalogue(), get_profile("balanced"), ScoringOptions(reps=500))
 
 
 def test_final_return_is_the_mean_over_finished_seeds(matrix: ScoreMatrix) -> None:
@@ -141,7 +141,7 @@ def test_a_failing_criterion_never_breaks_the_matrix(tmp_path: Path) -> None:
         id="broken", title="Broken", category="performance", unit="x", direction="higher", method="raises",
         compute=broken)
     with Store(path) as store:
-        result = score_store(store, plugins, get_profile("balanced"), ScoringOptions(reps=200))
+        result = score_store(store, plugins.scoring_catalogue(), get_profile("balanced"), ScoringOptions(reps=200))
     assert result.errors == ["broken: criterion failed: RuntimeError: no luck"]
     assert result.cell("broken", "a").missing == "criterion failed: RuntimeError: no luck"
     assert result.cell("throughput", "a", "cart").point == 5.0
@@ -152,7 +152,7 @@ def test_a_store_of_refusals_scores_without_errors(tmp_path: Path) -> None:
     path = write_store(tmp_path / "s.db", [(run_record(CART, "a", -1, status="unsupported", error="nope"), [])])
     plugins = build_plugin_manager(builtins=TEST_BUILTINS, autoload=False)
     with Store(path) as store:
-        result = score_store(store, plugins, get_profile("balanced"), ScoringOptions(reps=200))
+        result = score_store(store, plugins.scoring_catalogue(), get_profile("balanced"), ScoringOptions(reps=200))
     assert result.errors == []
     assert result.cell("completion_rate", "a", "cart").missing == "refused before running: nope"
     assert result.overall["a"].score is None and result.overall["a"].rank is None

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rlcompare.records import RunRecord
-from rlcompare.store import Store
+from rlcompare.harness.protocol import CurvePoint
+from rlcompare.store.records import RunRecord
+from rlcompare.store.sqlite_store import Store
 
 BUILTINS_WITH_CRITERIA = ("rlcompare_criteria.performance", "rlcompare_criteria.development")
 #: The plugins these tests score with (not BUILTIN_PLUGINS, which lists adapters whose frameworks
 #: may be absent here).
-TEST_BUILTINS = ("rlcompare.builtin_workloads", "rlcompare_sb3", *BUILTINS_WITH_CRITERIA)
+TEST_BUILTINS = ("rlcompare.builtins.workloads", "rlcompare_sb3", *BUILTINS_WITH_CRITERIA)
 
 
 def workload_spec(workload_id: str, env: str = "CartPole-v1", algorithm: str = "PPO", env_steps: int = 1000,
@@ -43,13 +45,14 @@ def run_record(workload: dict[str, Any], adapter: str, seed: int, status: str = 
     )
 
 
-def curve(points: Sequence[tuple[int, float, float]]) -> list[dict[str, Any]]:
+def curve(points: Sequence[tuple[int, float, float]]) -> list[CurvePoint]:
     """Curve points from (env_steps, train_seconds, return_mean)."""
-    return [{"env_steps": steps, "train_seconds": seconds, "return_mean": value, "return_std": 0.0, "returns": []}
+    return [CurvePoint(env_steps=steps, framework_env_steps=None, train_seconds=seconds, return_mean=value,
+                       return_std=0.0, returns=(), episode_length_mean=math.nan)
             for steps, seconds, value in points]
 
 
-def write_store(path: Path, runs: Sequence[tuple[RunRecord, list[dict[str, Any]]]]) -> Path:
+def write_store(path: Path, runs: Sequence[tuple[RunRecord, list[CurvePoint]]]) -> Path:
     with Store(path) as store:
         for run, points in runs:
             store.save_run(run, points)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rlcompare.mapping_doc import render
+from rlcompare.cli.mapping_doc import render
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_hyperparameter_mapping_doc_is_current() -> None:
     committed = (ROOT / "docs" / "hyperparameters.md").read_text(encoding="utf-8")
-    assert committed == render(), "regenerate with: python -m rlcompare.mapping_doc > docs/hyperparameters.md"
+    assert committed == render(), "regenerate with: python -m rlcompare.cli.mapping_doc > docs/hyperparameters.md"
 
 
 def test_mapping_doc_covers_every_adapter_and_algorithm() -> None:

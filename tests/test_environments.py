@@ -12,10 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from rlcompare_criteria import adapter_lookup, cold_import, footprint
 
-from rlcompare.environments import manager as manager_module
-from rlcompare.environments.indexes import IndexSettings, pip_index_settings
-from rlcompare.environments.manager import (
+from rlcompare.pyenvs import manager as manager_module
+from rlcompare.pyenvs.indexes import IndexSettings, pip_index_settings
+from rlcompare.pyenvs.manager import (
     COMPLETE,
     EnvironmentManager,
     EnvironmentSpec,
@@ -200,9 +201,11 @@ def test_development_criteria_measure_an_isolated_adapter_in_its_own_environment
     from rlcompare_criteria.installations import installation_of
     from tinyenv_rlcompare import TinyEnvAdapter
 
-    from rlcompare.criteria_api import MeasurementCache, ScoringData
-    from rlcompare.plugins import Plugins, Register
-    from rlcompare.store import Store
+    from rlcompare.plugins.manager import Plugins
+    from rlcompare.plugins.register import Register
+    from rlcompare.scoring.criteria import ScoringData
+    from rlcompare.scoring.measurement_cache import MeasurementCache
+    from rlcompare.store.sqlite_store import Store
 
     class NamedTinyEnv(TinyEnvAdapter):  # the same adapter, naming gymnasium as its framework's package
         import_name = "gymnasium"
@@ -216,33 +219,33 @@ def test_development_criteria_measure_an_isolated_adapter_in_its_own_environment
     with Store(store_path) as store:
         runs = store.runs_frame()
     logged: list[str] = []
-    data = ScoringData(runs, plugins=plugins, cache=MeasurementCache(tmp_path / "m.json", log=logged.append))
+    data = ScoringData(runs, catalogue=plugins.scoring_catalogue(), cache=MeasurementCache(tmp_path / "m.json", log=logged.append))
     installation, reason = installation_of(data, NamedTinyEnv)
     recorded = json.loads(runs.loc[runs["adapter"] == "tinyenv", "environment_json"].iloc[0])
     assert reason is None and installation is not None
     assert (installation.python, installation.environment_key) == (recorded["python"], recorded["key"])
     assert importlib.metadata.version("gymnasium") != "0.29.1"  # the main environment's is another
-    assert development._framework_distribution(data, "tinyenv") == ("gymnasium", "0.29.1", None)
+    assert adapter_lookup.framework_distribution(data, "tinyenv") == ("gymnasium", "0.29.1", None)
 
     def value(criterion_id: str) -> list[float]:
         result = next(c for c in development.CRITERIA if c.id == criterion_id).compute(data)
         assert result.missing.empty, result.missing.to_dict("records")
         return result.values["value"].tolist()
 
-    closure = development.install_closure("numpy", "gymnasium", installation=installation)
+    closure = footprint.install_closure("numpy", "gymnasium", installation=installation)
     assert closure["versions"]["gymnasium"] == "0.29.1" and closure["versions"]["numpy"].startswith("1.")
     assert "farama-notifications" in closure["names"]  # gymnasium 0.29's own requirement, read in the environment
     assert value("install_distributions") == [float(closure["distributions"])]
     assert value("install_size") == [pytest.approx(closure["bytes"] / 2**20)]
     seconds = value("cold_import")
-    assert len(seconds) == development.IMPORT_REPEATS and all(0 < s < 60 for s in seconds)
+    assert len(seconds) == cold_import.IMPORT_REPEATS and all(0 < s < 60 for s in seconds)
     assert 0 < value("docstring_coverage")[0] <= 1
     assert f"measuring the cold import of gymnasium, in environment {recorded['key']} (once; kept in " \
            f"{tmp_path / 'm.json'})" in logged, logged
     # the same adapter with its environment gone and none built: missing, saying how to build one
     gone = runs.assign(environment_json=None)
     monkeypatch.setenv("RLCOMPARE_CACHE_DIR", str(tmp_path / "empty-cache"))
-    without = ScoringData(gone, plugins=plugins, cache=MeasurementCache(None))
+    without = ScoringData(gone, catalogue=plugins.scoring_catalogue(), cache=MeasurementCache(None))
     result = next(c for c in development.CRITERIA if c.id == "install_size").compute(without)
     assert result.values.empty
     [reason] = result.missing["reason"].tolist()
@@ -319,7 +322,7 @@ def test_an_environment_whose_checkout_is_gone_is_listed_stale_and_removed_alone
     import pandas as pd
     from rlcompare_criteria.installations import installation_of
 
-    from rlcompare.criteria_api import ScoringData
+    from rlcompare.scoring.criteria import ScoringData
 
     monkeypatch.setenv("RLCOMPARE_CACHE_DIR", str(tmp_path / "cache"))
     found, reason = installation_of(ScoringData(pd.DataFrame({"adapter": ["tinyenv"]})), TinyEnvAdapter)
@@ -331,7 +334,7 @@ def test_an_environment_whose_checkout_is_gone_is_listed_stale_and_removed_alone
 
 
 def test_ready_environments_are_an_adapters_own_complete_and_not_stale_newest_first(tmp_path: Path) -> None:
-    from rlcompare.environments.manager import SOURCES, ready_environments
+    from rlcompare.pyenvs.manager import SOURCES, ready_environments
 
     source = tmp_path / "checkout"
     source.mkdir()
@@ -375,8 +378,8 @@ def test_a_bad_adapter_name_is_one_line_with_a_suggestion_and_exit_2(action: str
 
 
 def test_a_version_3_store_gains_the_environment_columns_and_its_runs_read_as_main(tmp_path: Path) -> None:
-    from rlcompare.records import RunRecord
-    from rlcompare.store import SCHEMA_VERSION, Store
+    from rlcompare.store.records import RunRecord
+    from rlcompare.store.sqlite_store import SCHEMA_VERSION, Store
 
     path = tmp_path / "v3.db"
     with Store(path) as store:

@@ -12,12 +12,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rlcompare.context import TrainingContext
-from rlcompare.plan import build_plan
-from rlcompare.plugins import build_plugin_manager
-from rlcompare.runner import LocalRunner
-from rlcompare.store import Store
-from rlcompare.workload import Workload, workload_from_dict
+from rlcompare.execution.runner import LocalRunner
+from rlcompare.harness.context import TrainingContext
+from rlcompare.plan.matrix import build_plan
+from rlcompare.plugins.manager import build_plugin_manager
+from rlcompare.spec.workload import Workload, workload_from_dict
+from rlcompare.store.sqlite_store import Store
 
 pytestmark = pytest.mark.framework
 
@@ -35,7 +35,7 @@ def _workload(**changes: Any) -> Workload:
 
 def test_capabilities_and_fidelity_need_no_framework_import() -> None:
     code = ("import sys\nfrom rlcompare_evotorch import EvoTorchAdapter\n"
-            "from rlcompare.workload import workload_from_dict\n"
+            "from rlcompare.spec.workload import workload_from_dict\n"
             f"w = workload_from_dict({TINY!r}, 't')\n"
             "a = EvoTorchAdapter()\na.capabilities(); entries = a.fidelity(w)\n"
             "print(sorted(m for m in ('evotorch', 'torch', 'ray') if m in sys.modules), len(entries))\n")
@@ -74,7 +74,7 @@ def test_vectorized_envs_and_async_mode_are_refused_up_front() -> None:
 
 @pytest.fixture(scope="module")
 def evotorch_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
-    plan = build_plan(build_plugin_manager(autoload=False), [_workload()], ["evotorch"])
+    plan = build_plan(build_plugin_manager(autoload=False).plan_catalogue(), [_workload()], ["evotorch"])
     store = Store(tmp_path_factory.mktemp("evotorch") / "runs.db")
     summary = LocalRunner(store, jobs=1, timeout_seconds=300).run(plan)
     assert [o.status for o in summary.outcomes] == ["ok"], [o.record.traceback for o in summary.outcomes]

@@ -18,8 +18,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from rlcompare.process_tree import RUN_ID_ENV
-from rlcompare.rundir import RunDirectory, runs_root
+from rlcompare.execution.process_tree import RUN_ID_ENV
+from rlcompare.harness.run_directory import RunDirectory, runs_root
 from tests.conftest import GOOD_PLUGINS, TINY_WORKLOAD, _with_path
 
 FAKE = TINY_WORKLOAD.replace("env_steps = 600", "env_steps = 3000")
@@ -127,21 +127,21 @@ def test_a_run_that_finished_while_its_driver_was_gone_is_stored_not_rerun(workl
     stored = connection.execute("SELECT env_steps, finished_at FROM runs WHERE run_id = 'tiny__fake__s0'").fetchone()
     connection.close()
     # replay the same run by hand into a run directory owned by a driver that no longer exists
-    from rlcompare.plan import build_plan
-    from rlcompare.plugins import build_plugin_manager
-    from rlcompare.runner import run_spec
-    from rlcompare.workload import load_workload_file
+    from rlcompare.execution.runner import run_spec
+    from rlcompare.plan.matrix import build_plan
+    from rlcompare.plugins.manager import build_plugin_manager
+    from rlcompare.spec.workload import load_workload_file
 
     sys.path.insert(0, str(GOOD_PLUGINS))
     try:
-        [planned] = build_plan(build_plugin_manager(), [load_workload_file(workload).with_seeds(1)], ["fake"]).runs
+        [planned] = build_plan(build_plugin_manager().plan_catalogue(), [load_workload_file(workload).with_seeds(1)], ["fake"]).runs
     finally:
         sys.path.remove(str(GOOD_PLUGINS))
     directory = RunDirectory.create(store, planned.run_id)
     directory.write_spec(run_spec(planned, directory, time.time()))
-    worker = subprocess.run([sys.executable, "-m", "rlcompare.worker", str(directory.spec)], env=_env(),
+    worker = subprocess.run([sys.executable, "-m", "rlcompare.harness.worker", str(directory.spec)], env=_env(),
                             capture_output=True, timeout=300)
-    assert worker.returncode == 0 and directory.read_result()["status"] == "ok"
+    assert worker.returncode == 0 and directory.read_result().status == "ok"
     directory.driver.write_text(json.dumps({"pid": 2**22 + 7, "start": 1.0}), encoding="utf-8")  # a dead owner
     again = subprocess.run([sys.executable, "-m", "rlcompare", "run", "--workload", str(workload), "--adapters",
                             "fake", "--seeds", "1", "--store", str(store), "--resume"], env=_env(),
@@ -214,7 +214,7 @@ def test_a_full_disk_keeps_finished_results_on_disk_until_resume_stores_them(wor
     if not tmpfs:  # the driver and its workers may write files of at most 96 KiB
         args += ["-c", "import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
                        "resource.setrlimit(resource.RLIMIT_FSIZE, (96 * 1024, 96 * 1024)); "
-                       "from rlcompare.cli import main; sys.exit(main(sys.argv[1:]))"]
+                       "from rlcompare.cli.main import main; sys.exit(main(sys.argv[1:]))"]
     else:
         args += ["-m", "rlcompare"]
     try:

@@ -19,17 +19,17 @@ import tomli_w
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rlcompare.builtin_algorithms import BUILTIN_FAMILIES
-from rlcompare.cli import main
+from rlcompare.cli.main import main
 from rlcompare.errors import RLCompareError
-from rlcompare.registry import (
+from rlcompare.registry.entries import (
     InvalidFrameworkEntryError,
     framework_entry_from_dict,
     load_builtin_entries,
     unpublished_entry,
 )
 from rlcompare.scoring.profiles import load_weights_file
-from rlcompare.workload import Workload, load_workload_file, workload_from_dict
+from rlcompare.spec.builtin_families import BUILTIN_FAMILIES
+from rlcompare.spec.workload import Workload, load_workload_file, workload_from_dict
 from tests.conftest import TINY_WORKLOAD
 
 EXAMPLES = int(os.environ.get("RLCOMPARE_FUZZ_EXAMPLES", "60"))
@@ -257,7 +257,7 @@ def test_generated_command_lines_exit_0_or_2_in_at_most_two_lines(inputs: dict[s
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Training is not what is fuzzed here: a command line that passes every check gets an empty
     matrix instead of runs (the runner's own tests train for real)."""
-    from rlcompare.runner import LocalRunner, RunSummary
+    from rlcompare.execution.runner import LocalRunner, RunSummary
 
     monkeypatch.setattr(LocalRunner, "run", lambda self, plan, resume=False: RunSummary())
     monkeypatch.setenv("RLCOMPARE_DISABLE_PLUGIN_AUTOLOAD", "1")
@@ -336,7 +336,7 @@ HYPERPARAMETER_NAMES = sorted({name for family in BUILTIN_FAMILIES for name in f
        hyperparameters=st.dictionaries(st.sampled_from(HYPERPARAMETER_NAMES) | st.text(max_size=12), values, max_size=5))
 def test_any_algorithm_and_hyperparameters_validate_against_the_family_or_name_the_field(
         algorithm: str, hyperparameters: dict[str, Any]) -> None:
-    from rlcompare.algorithms import known_families
+    from rlcompare.spec.builtin_families import builtin_families
 
     data = {"id": "fuzz", "env": "CartPole-v1", "algorithm": algorithm, "env_steps": 1000,
             "hyperparameters": hyperparameters}
@@ -345,14 +345,14 @@ def test_any_algorithm_and_hyperparameters_validate_against_the_family_or_name_t
     except RLCompareError as error:
         _one_line(error)
         text = str(error)
-        if algorithm not in known_families():
+        if algorithm not in builtin_families():
             assert "field 'algorithm'" in text
             if algorithm in ("ppo", "PP0"):
                 assert "did you mean 'PPO'?" in text
         else:
             assert "field 'hyperparameters" in text, text
         return
-    family = known_families()[algorithm]
+    family = builtin_families()[algorithm]
     assert isinstance(workload.hyperparameters, family.hyperparameters)
     assert set(hyperparameters) <= set(family.hyperparameters.model_fields) | {"algorithm"}
     for name, value in workload.hyperparameters.model_dump().items():

@@ -1,7 +1,7 @@
 """The harness's environment side (counting wrapper, evaluation, calibrated env) across gymnasium
 generations and numpy 1/2, each in a small environment holding only numpy and gymnasium.
 
-The environments are built with uv into the user's cache (``rlcompare.user_cache``), keyed by
+The environments are built with uv into the user's cache (``rlcompare.harness.host``), keyed by
 Python, gymnasium and numpy versions, with a completion marker and a lock, so a second run reuses
 them; from a cold cache uv downloads the wheels from PyPI. Without uv or the network this test
 fails and says which: it never skips.
@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from rlcompare.user_cache import cache_dir
+from rlcompare.harness.host import cache_dir
 
 pytestmark = pytest.mark.environments
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from rlcompare.plugins import BUILTIN_PLUGINS, build_plugin_manager
+from rlcompare.plugins.manager import BUILTIN_PLUGINS, build_plugin_manager
 
 ROOT = Path(__file__).resolve().parents[1]
 ADAPTER_DISTS = sorted(path.parent for path in (ROOT / "adapters").glob("*/pyproject.toml"))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rlcompare import hookspecs
-from rlcompare.plugins import BUILTIN_PLUGINS, build_plugin_manager
+from rlcompare.plugins.manager import BUILTIN_PLUGINS, build_plugin_manager
 from tests.conftest import BROKEN_PLUGINS, GOOD_PLUGINS, _with_path, run_cli
 
 
@@ -104,7 +104,7 @@ def test_duplicate_adapter_id_is_reported(tmp_path: Path, monkeypatch: pytest.Mo
 @pytest.mark.parametrize("kind", ["adapters", "algorithms", "workloads", "suites", "criteria"])
 def test_listing_imports_no_rl_library(kind: str) -> None:
     code = (
-        "import sys\nfrom rlcompare.cli import main\n"
+        "import sys\nfrom rlcompare.cli.main import main\n"
         f"status = main(['list', {kind!r}, '--json'])\n"
         "heavy = sorted(m for m in ('torch', 'ray', 'stable_baselines3', 'tianshou', 'torchrl', 'tensordict', 'skrl',"
         " 'gymnasium', 'jax', 'tensorflow') if m in sys.modules)\n"

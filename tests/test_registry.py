@@ -16,8 +16,8 @@ from urllib.parse import urlparse
 import pytest
 
 from rlcompare.errors import UnknownNameError, UsageError
-from rlcompare.plugins import BUILTIN_PLUGINS, build_plugin_manager
-from rlcompare.registry import (
+from rlcompare.plugins.manager import BUILTIN_PLUGINS, build_plugin_manager
+from rlcompare.registry.entries import (
     COMMON_FIELDS,
     CONTROL_FIELDS,
     FIELDS,
@@ -36,12 +36,12 @@ from rlcompare.registry import (
     registry_frame,
     unpublished_entry,
 )
-from rlcompare.registry_facts import EVIDENCE_SHAPES, MAX_EXCERPT_CHARS, UNKNOWN, Evidence, Release
-from rlcompare.registry_vocabulary import SURVEYS, WEIGHT_SYNC
+from rlcompare.registry.facts import EVIDENCE_SHAPES, MAX_EXCERPT_CHARS, UNKNOWN, Evidence, Release
+from rlcompare.registry.vocabulary import SURVEYS, WEIGHT_SYNC
 
 ROOT = Path(__file__).resolve().parents[1]
-FRAMEWORKS_DIR = ROOT / "rlcompare" / "frameworks"
-WITH_REGISTRY = (*BUILTIN_PLUGINS, "rlcompare.builtin_frameworks")
+FRAMEWORKS_DIR = ROOT / "rlcompare" / "registry" / "frameworks"
+WITH_REGISTRY = (*BUILTIN_PLUGINS, "rlcompare.builtins.frameworks")
 TODAY = date.today()
 
 #: The seed survey's libraries and the other classic frameworks the registry started with.
@@ -223,7 +223,7 @@ def test_comparisons_libraries_have_primary_sources_for_licence_repository_relea
 
 
 def test_algorithm_names_are_canonical_and_sb3_covers_the_workload_algorithms() -> None:
-    from rlcompare.workload import ALGORITHMS
+    from rlcompare.spec.workload import ALGORITHMS
 
     for entry in load_builtin_entries():
         if not entry.algorithms.is_unknown:
@@ -245,7 +245,7 @@ def test_corrections_of_the_re_verification_hold() -> None:
 
 
 def test_latest_release_is_read_the_way_the_development_criteria_read_it() -> None:
-    from rlcompare_criteria.development import registry_value
+    from rlcompare_criteria.adapter_lookup import registry_value
 
     sb3 = _by_id()["stable-baselines3"]
     value, reason = registry_value(sb3, ("latest_release",))
@@ -257,7 +257,7 @@ def test_latest_release_is_read_the_way_the_development_criteria_read_it() -> No
 def test_every_adapters_framework_is_in_the_registry() -> None:
     plugins = build_plugin_manager(builtins=WITH_REGISTRY, autoload=False)
     # Other built-ins' import problems are theirs to report; the registry's own plugin must be clean.
-    assert not [error for error in plugins.errors if error.plugin == "rlcompare.builtin_frameworks"]
+    assert not [error for error in plugins.errors if error.plugin == "rlcompare.builtins.frameworks"]
     assert plugins.adapters, "no built-in adapter registered"
     for adapter_id, adapter_class in plugins.adapters.items():
         assert adapter_class.framework in plugins.frameworks, f"adapter {adapter_id!r}: {adapter_class.framework!r}"
@@ -415,29 +415,29 @@ def test_a_third_party_plugin_brings_its_own_entry(tmp_path: Path, monkeypatch: 
     table = _minimal_entry(id="thirdfw", name="Third")
     table["as_of"] = "2026-11-30"
     (tmp_path / "thirdfw_plugin.py").write_text(
-        "import datetime\nfrom rlcompare import hookimpl\nfrom rlcompare.registry import framework_entry_from_dict\n\n"
+        "import datetime\nfrom rlcompare import hookimpl\nfrom rlcompare.registry.entries import framework_entry_from_dict\n\n"
         f"TABLE = {table!r}\n\n"
         "@hookimpl\ndef rlcompare_register_frameworks(register):\n"
         "    register.add_framework(framework_entry_from_dict(TABLE, 'thirdfw_plugin', datetime.date(2026, 11, 30)))\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     plugins = build_plugin_manager(builtins=(*WITH_REGISTRY, "thirdfw_plugin"), autoload=False)
-    assert not [error for error in plugins.errors if error.plugin in ("thirdfw_plugin", "rlcompare.builtin_frameworks")]
+    assert not [error for error in plugins.errors if error.plugin in ("thirdfw_plugin", "rlcompare.builtins.frameworks")]
     assert isinstance(plugins.frameworks["thirdfw"], FrameworkEntry)
     assert plugins.plugin_origin("framework", "thirdfw") == "thirdfw_plugin"
-    assert plugins.plugin_origin("framework", "rllib") == "rlcompare.builtin_frameworks"
+    assert plugins.plugin_origin("framework", "rllib") == "rlcompare.builtins.frameworks"
 
 
 def test_a_duplicate_framework_id_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "dupfw_plugin.py").write_text(
-        "from rlcompare import hookimpl\nfrom rlcompare.registry import load_builtin_entries\n\n"
+        "from rlcompare import hookimpl\nfrom rlcompare.registry.entries import load_builtin_entries\n\n"
         "@hookimpl\ndef rlcompare_register_frameworks(register):\n"
         "    register.add_framework(load_builtin_entries()[0])\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     plugins = build_plugin_manager(builtins=(*WITH_REGISTRY, "dupfw_plugin"), autoload=False)
     first = load_builtin_entries()[0].id
-    assert any(f"framework id {first!r} is registered by both 'rlcompare.builtin_frameworks'" in str(error)
+    assert any(f"framework id {first!r} is registered by both 'rlcompare.builtins.frameworks'" in str(error)
                and "'dupfw_plugin'" in str(error) for error in plugins.errors)
     assert first not in plugins.frameworks  # neither contender keeps it
 
@@ -503,7 +503,7 @@ def test_the_vocabulary_has_the_values_the_comparisons_use() -> None:
 
 @pytest.fixture
 def cli() -> argparse.ArgumentParser:
-    from rlcompare.registry_cli import add_commands
+    from rlcompare.cli.registry import add_commands
 
     parser = argparse.ArgumentParser(prog="rlcompare")
     add_commands(parser.add_subparsers(dest="command"))
@@ -511,7 +511,7 @@ def cli() -> argparse.ArgumentParser:
 
 
 def _run(cli: argparse.ArgumentParser, argv: list[str]) -> int:
-    from rlcompare.registry_cli import COMMANDS
+    from rlcompare.cli.registry import COMMANDS
 
     args = cli.parse_args(argv)
     return COMMANDS[args.command](args)
@@ -580,7 +580,7 @@ def test_where_without_equals_is_an_argparse_error(
 
 def test_listing_frameworks_imports_no_rl_library_nor_pandas() -> None:
     code = (
-        "import argparse, sys\nfrom rlcompare.registry_cli import add_commands, COMMANDS\n"
+        "import argparse, sys\nfrom rlcompare.cli.registry import add_commands, COMMANDS\n"
         "p = argparse.ArgumentParser(); add_commands(p.add_subparsers(dest='command'))\n"
         "for argv in (['frameworks', '--json'], ['show', 'framework', 'rllib']):\n"
         "    a = p.parse_args(argv); assert COMMANDS[a.command](a) == 0\n"
@@ -627,20 +627,20 @@ def test_registry_frame_has_one_row_per_framework() -> None:
 def test_a_broken_packaged_file_is_reported_after_the_valid_ones_register(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import rlcompare.builtin_frameworks as builtin
+    import rlcompare.builtins.frameworks as builtin
 
     good = _write_entry(tmp_path, GOOD_TOML)
     bad = _write_entry(tmp_path, GOOD_TOML, stem="brokenfw")  # its id does not match the file name
     monkeypatch.setattr(builtin, "builtin_framework_files", lambda: [bad, good])
-    plugins = build_plugin_manager(builtins=("rlcompare.builtin_frameworks",), autoload=False)
+    plugins = build_plugin_manager(builtins=("rlcompare.builtins.frameworks",), autoload=False)
     assert list(plugins.frameworks) == ["examplefw"]
     [error] = plugins.errors
-    assert error.plugin == "rlcompare.builtin_frameworks"
+    assert error.plugin == "rlcompare.builtins.frameworks"
     assert f"{bad}: field 'id'" in str(error)
 
 
 def test_registered_tables_are_validated_and_bad_ones_reported() -> None:
-    from rlcompare.registry import entries_from_registered
+    from rlcompare.registry.entries import entries_from_registered
 
     good = _minimal_entry(id="tablefw")
     entries, problems = entries_from_registered({

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rlcompare.registry import framework_entry_from_dict
-from rlcompare.registry_evidence import Mirrors, check_entries, main
+from rlcompare.registry.entries import framework_entry_from_dict
+from rlcompare.registry.evidence import Mirrors, check_entries, main
 
 GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull}

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from rlcompare.cli import main
-from rlcompare.plugins import BUILTIN_PLUGINS, build_plugin_manager
-from rlcompare.reporting import cli as reporting_cli
+from rlcompare.cli import report as reporting_cli
+from rlcompare.cli.main import main
+from rlcompare.plugins.manager import BUILTIN_PLUGINS, build_plugin_manager
 
 
 def test_run_then_report_markdown_and_html(fake_plugin: Path, tiny_workload: Path, tmp_path: Path) -> None:

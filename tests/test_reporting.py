@@ -14,13 +14,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from rlcompare import score_cli
+from rlcompare.cli import report as reporting_cli
+from rlcompare.cli import score as score_cli
 from rlcompare.errors import PluginError, RLCompareError
-from rlcompare.plugins import Register, build_plugin_manager
-from rlcompare.reporting import cli as reporting_cli
+from rlcompare.plugins.manager import build_plugin_manager
+from rlcompare.plugins.register import Register
 from rlcompare.reporting.formats import ReportFormat
 from rlcompare.reporting.model import TABLES
-from rlcompare.score_cli import format_number
+from rlcompare.reporting.numbers import format_number
 from tests.reporting_support import REPORT_BUILTINS, report_plugins, synthetic_store
 
 REPS = "300"
@@ -277,7 +278,7 @@ def test_a_third_party_format_comes_in_through_its_entry_point(tmp_path: Path, m
     # the clash on "md" disables both registrations and names both plugins
     assert "md" not in plugins.report_formats
     clash = [str(e) for e in plugins.errors if "'md'" in str(e)]
-    assert clash and "rlcompare.reporting.builtin_formats" in clash[0] and "summary-format 0.2" in clash[0]
+    assert clash and "rlcompare.builtins.report_formats" in clash[0] and "summary-format 0.2" in clash[0]
     assert reporting_cli.list_formats(plugins, as_json=True) == 0
     listed = {row["id"]: row for row in json.loads(capsys.readouterr().out)}
     assert listed["tsv-summary"]["distribution"] == "summary-format" and "html" in listed
@@ -313,7 +314,7 @@ def test_cite_prints_each_format(written: Path, capsys: pytest.CaptureFixture[st
 
 
 def test_docs_describe_every_format_and_table() -> None:
-    from rlcompare.reporting.builtin_formats import BUILTIN_FORMATS
+    from rlcompare.builtins.report_formats import BUILTIN_FORMATS
 
     docs = (Path(__file__).resolve().parents[1] / "docs" / "reports.md").read_text(encoding="utf-8")
     for report_format in BUILTIN_FORMATS:

@@ -16,7 +16,7 @@ import pytest
 
 from rlcompare.reporting.formats import write_report
 from rlcompare.reporting.model import build_report
-from rlcompare.scoring import ScoringOptions
+from rlcompare.scoring.engine import ScoringOptions
 from rlcompare.scoring.profiles import get_profile
 from tests.reporting_support import report_plugins, synthetic_store
 
@@ -34,7 +34,7 @@ def _chromium() -> str:
 def _html(tmp_path: Path, hostile: bool) -> Path:
     store = synthetic_store(tmp_path / "store.db", hostile=hostile)
     plugins = report_plugins()
-    report = build_report(store, plugins, get_profile("balanced"), ScoringOptions(reps=200))
+    report = build_report(store, plugins.reporting_catalogue(), get_profile("balanced"), ScoringOptions(reps=200))
     [path] = write_report(report, tmp_path / "out", [plugins.report_formats["html"]])
     return path
 

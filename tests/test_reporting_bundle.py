@@ -15,16 +15,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rlcompare import score_cli
-from rlcompare.criteria_api import ALL_WORKLOADS, DEVELOPMENT, HIGHER, Criterion, CriterionResult
-from rlcompare.plugins import Plugins
-from rlcompare.records import json_columns, run_columns
-from rlcompare.reporting import cli as reporting_cli
+from rlcompare.cli import report as reporting_cli
+from rlcompare.cli import score as score_cli
+from rlcompare.plugins.manager import Plugins
 from rlcompare.reporting.canonical import canonical_bytes, digest
 from rlcompare.reporting.inputs import inputs_from_frames
-from rlcompare.scoring import ScoringOptions
+from rlcompare.scoring.criteria import ALL_WORKLOADS, DEVELOPMENT, HIGHER, Criterion, CriterionResult
+from rlcompare.scoring.engine import ScoringOptions
 from rlcompare.scoring.profiles import get_profile
-from rlcompare.store import CURVE_COLUMNS
+from rlcompare.store.records import json_columns, run_columns
+from rlcompare.store.sqlite_store import CURVE_COLUMNS
 from tests.reporting_support import report_plugins, synthetic_runs, synthetic_store
 from tests.test_reporting import run_command
 
@@ -172,7 +172,7 @@ def _frames() -> tuple[pd.DataFrame, pd.DataFrame]:
             if row[column] is not None:
                 row[column] = json.dumps(row[column], sort_keys=True)
         rows.append(row)
-        points += [{**{c: p.get(c) for c in CURVE_COLUMNS}, "run_id": record.run_id, "returns_json": "[]"}
+        points += [{**{c: getattr(p, c, None) for c in CURVE_COLUMNS}, "run_id": record.run_id, "returns_json": "[]"}
                    for p in curve]
     return pd.DataFrame(rows, columns=list(run_columns())), pd.DataFrame(points, columns=list(CURVE_COLUMNS))
 

@@ -13,7 +13,7 @@ import pytest
 from rlcompare.reporting.escape import latex, markdown, plot_text
 from rlcompare.reporting.formats import write_report
 from rlcompare.reporting.model import build_report
-from rlcompare.scoring import ScoringOptions
+from rlcompare.scoring.engine import ScoringOptions
 from rlcompare.scoring.profiles import get_profile
 from tests.reporting_support import HOSTILE, report_plugins, synthetic_store
 
@@ -25,7 +25,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("hostile")
     store = synthetic_store(root / "store.db", hostile=True)
     plugins = report_plugins()
-    report = build_report(store, plugins, get_profile("balanced"), ScoringOptions(reps=200))
+    report = build_report(store, plugins.reporting_catalogue(), get_profile("balanced"), ScoringOptions(reps=200))
     write_report(report, root / "out", [plugins.report_formats[f] for f in ("html", "md", "latex", "bibtex")])
     return root / "out"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from rlcompare.host import mixed_version_warnings, mixed_versions
+from rlcompare.store.library_versions import mixed_version_warnings, mixed_versions
 from tests.reporting_support import synthetic_runs
 from tests.test_criteria_support import write_store
 from tests.test_reporting import REPS, run_command
@@ -32,8 +32,8 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("versions")
     found = {}
     with pytest.MonkeyPatch.context() as patch:
-        from rlcompare import score_cli
-        from rlcompare.reporting import cli as reporting_cli
+        from rlcompare.cli import report as reporting_cli
+        from rlcompare.cli import score as score_cli
         from tests.reporting_support import report_plugins
 
         patch.setattr(score_cli, "load_plugins", report_plugins)
@@ -66,7 +66,7 @@ def test_reports_on_one_gymnasium_version_carry_no_warning(reports: dict[str, Pa
 
 def test_score_prints_the_caveat(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from rlcompare import score_cli
+    from rlcompare.cli import score as score_cli
     from tests.reporting_support import report_plugins
 
     monkeypatch.setattr(score_cli, "load_plugins", report_plugins)

@@ -11,12 +11,12 @@ import psutil
 import pytest
 
 from rlcompare.errors import IncompatibleError
-from rlcompare.plan import build_plan
-from rlcompare.plugins import build_plugin_manager
-from rlcompare.process_tree import RUN_ID_ENV
-from rlcompare.runner import LocalRunner
-from rlcompare.store import Store
-from rlcompare.workload import workload_from_dict
+from rlcompare.execution.process_tree import RUN_ID_ENV
+from rlcompare.execution.runner import LocalRunner
+from rlcompare.plan.matrix import build_plan
+from rlcompare.plugins.manager import build_plugin_manager
+from rlcompare.spec.workload import workload_from_dict
+from rlcompare.store.sqlite_store import Store
 
 pytestmark = pytest.mark.framework
 
@@ -43,7 +43,7 @@ def _workload(name: str, **overrides: object) -> object:
 
 @pytest.fixture(scope="module")
 def rllib_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
-    plan = build_plan(build_plugin_manager(autoload=False), [_workload(name) for name in TINY], ["rllib"])
+    plan = build_plan(build_plugin_manager(autoload=False).plan_catalogue(), [_workload(name) for name in TINY], ["rllib"])
     store = Store(tmp_path_factory.mktemp("rllib") / "runs.db")
     summary = LocalRunner(store, jobs=1, timeout_seconds=400).run(plan)
     assert [o.status for o in summary.outcomes] == ["ok"] * len(TINY), [o.record.get("traceback") for o in summary.outcomes]
@@ -86,7 +86,7 @@ def test_rllib_has_no_a2c_and_refuses_it_up_front() -> None:
     workload = workload_from_dict({"id": "a2c", "env": "CartPole-v1", "algorithm": "A2C", "env_steps": 1000,
                                    "hyperparameters": {}}, "test")
     with pytest.raises(IncompatibleError, match="adapter 'rllib' cannot run workload 'a2c': algorithm A2C"):
-        build_plan(build_plugin_manager(autoload=False), [workload], ["rllib"])
+        build_plan(build_plugin_manager(autoload=False).plan_catalogue(), [workload], ["rllib"])
 
 
 def _processes_of(run_id: str) -> list[psutil.Process]:
@@ -102,7 +102,7 @@ def _processes_of(run_id: str) -> list[psutil.Process]:
 
 def test_timeout_leaves_no_ray_process_behind(tmp_path: Path) -> None:
     workload = _workload("ppo", id="endless", env_steps=10_000_000, evaluation={"interval_steps": 100_000})
-    plan = build_plan(build_plugin_manager(autoload=False), [workload], ["rllib"])
+    plan = build_plan(build_plugin_manager(autoload=False).plan_catalogue(), [workload], ["rllib"])
     run_id = plan.runs[0].run_id
     seen: set[str] = set()
     stop = threading.Event()

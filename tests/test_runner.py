@@ -13,17 +13,17 @@ import numpy
 import psutil
 import pytest
 
-from rlcompare.cli import main
-from rlcompare.plan import build_plan
-from rlcompare.plugins import build_plugin_manager
-from rlcompare.runner import LocalRunner
-from rlcompare.store import SCHEMA_VERSION, Store
-from rlcompare.workload import load_workload_file
+from rlcompare.cli.main import main
+from rlcompare.execution.runner import LocalRunner
+from rlcompare.plan.matrix import build_plan
+from rlcompare.plugins.manager import build_plugin_manager
+from rlcompare.spec.workload import load_workload_file
+from rlcompare.store.sqlite_store import SCHEMA_VERSION, Store
 
 
 def _plan(workload_file: Path, adapters: list[str], seeds: int | None = None):
     plugins = build_plugin_manager()
-    return build_plan(plugins, [load_workload_file(workload_file)], adapters, seeds)
+    return build_plan(plugins.plan_catalogue(), [load_workload_file(workload_file)], adapters, seeds)
 
 
 def test_plan_prints_greppable_run_ids(fake_plugin: Path, tiny_workload: Path, capsys: pytest.CaptureFixture[str]) -> None:

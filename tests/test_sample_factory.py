@@ -2,7 +2,7 @@
 in Sample Factory's own environment (numpy<2, gymnasium<1.0), through the runner.
 
 Sample Factory 2.1.1 cannot share the main environment, so the real runs use a separate Python:
-the environment :mod:`rlcompare.environments` builds for it with uv (in the user cache; reused when
+the environment :mod:`rlcompare.pyenvs` builds for it with uv (in the user cache; reused when
 ready), as every `rlcompare run` with this adapter does.
 """
 
@@ -19,15 +19,15 @@ import pytest
 from rlcompare_sample_factory import SampleFactoryAdapter, SampleFactoryRun
 
 from rlcompare.adapter import Fidelity
-from rlcompare.environments import place_runs
 from rlcompare.errors import IncompatibleError
 from rlcompare.execution.backend import RUN_ID_ENV, BackendOptions, Limits
 from rlcompare.execution.driver import Driver
 from rlcompare.execution.local import LocalBackend
-from rlcompare.plan import build_plan
-from rlcompare.plugins import build_plugin_manager
-from rlcompare.store import Store
-from rlcompare.workload import Workload, workload_from_dict
+from rlcompare.plan.matrix import build_plan
+from rlcompare.plan.placement import place_runs
+from rlcompare.plugins.manager import build_plugin_manager
+from rlcompare.spec.workload import Workload, workload_from_dict
+from rlcompare.store.sqlite_store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -141,7 +141,7 @@ def test_native_command_line_points_every_file_into_the_run_directory(tmp_path: 
 def test_declarations_import_no_sample_factory_nor_torch() -> None:
     code = (
         "import sys\nfrom rlcompare_sample_factory import SampleFactoryAdapter\n"
-        "from rlcompare.workload import workload_from_dict\n"
+        "from rlcompare.spec.workload import workload_from_dict\n"
         "w = workload_from_dict({'id': 'x', 'env': 'CartPole-v1', 'algorithm': 'PPO', 'env_steps': 1000}, 't')\n"
         "a = SampleFactoryAdapter(); a.fidelity(w); a.capabilities(); a.budget_tolerance(w)\n"
         "print(sorted(m for m in ('sample_factory', 'torch', 'signal_slot') if m in sys.modules))\n"
@@ -167,7 +167,7 @@ def sf_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
     plugins = build_plugin_manager(autoload=False)
     # the adapter declares it cannot share the main environment: placing the plan builds (or reuses)
     # its own with uv, exactly as `rlcompare run` does
-    plan = place_runs(plugins, build_plan(plugins, workloads, ["sample-factory"]))
+    plan = place_runs(plugins.adapters, build_plan(plugins.plan_catalogue(), workloads, ["sample-factory"]))
     assert {run.environment is not None for run in plan.runs} == {True}
     store = Store(tmp_path_factory.mktemp("sample-factory") / "runs.db")
     backend = LocalBackend(Limits(900, None), BackendOptions(jobs=2))

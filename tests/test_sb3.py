@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from rlcompare.plan import build_plan
-from rlcompare.plugins import build_plugin_manager
-from rlcompare.runner import LocalRunner
-from rlcompare.store import Store
-from rlcompare.workload import workload_from_dict
+from rlcompare.execution.runner import LocalRunner
+from rlcompare.plan.matrix import build_plan
+from rlcompare.plugins.manager import build_plugin_manager
+from rlcompare.spec.workload import workload_from_dict
+from rlcompare.store.sqlite_store import Store
 
 pytestmark = pytest.mark.framework
 
@@ -32,7 +32,7 @@ def sb3_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
                             "evaluation": {"interval_steps": 200, "episodes": 2}, **spec}, "test")
         for algorithm, spec in TINY.items()
     ]
-    plan = build_plan(build_plugin_manager(autoload=False), workloads, ["sb3"])
+    plan = build_plan(build_plugin_manager(autoload=False).plan_catalogue(), workloads, ["sb3"])
     store = Store(tmp_path_factory.mktemp("sb3") / "runs.db")
     summary = LocalRunner(store, jobs=2, timeout_seconds=300).run(plan)
     assert [o.status for o in summary.outcomes] == ["ok"] * 4, [o.record.get("traceback") for o in summary.outcomes]
@@ -82,4 +82,4 @@ def test_sb3_refuses_dqn_on_continuous_actions(tmp_path: Path) -> None:
     workload = workload_from_dict({"id": "dqn-pendulum", "env": "Pendulum-v1", "algorithm": "DQN",
                                    "env_steps": 1000, "hyperparameters": {}}, "test")
     with pytest.raises(IncompatibleError, match="adapter 'sb3' cannot run workload 'dqn-pendulum'"):
-        build_plan(build_plugin_manager(autoload=False), [workload], ["sb3"])
+        build_plan(build_plugin_manager(autoload=False).plan_catalogue(), [workload], ["sb3"])

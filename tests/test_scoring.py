@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlcompare.criteria_api import Criterion, CriterionResult, ScoringData
-from rlcompare.scoring import ScoringOptions, normalize, score
+from rlcompare.scoring.criteria import Criterion, CriterionResult, ScoringData
+from rlcompare.scoring.engine import ScoringOptions, normalize, score
 from rlcompare.scoring.profiles import WeightProfile
 
 ONLY = WeightProfile("test", "every criterion alike", {"performance": 1.0, "development": 1.0})

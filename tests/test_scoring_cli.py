@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from rlcompare import score_cli
+from rlcompare.cli import score as score_cli
 from rlcompare.errors import RLCompareError, UnknownNameError, UsageError
-from rlcompare.plugins import Plugins, build_plugin_manager
-from rlcompare.scoring import ScoringOptions, score_store
+from rlcompare.plugins.manager import Plugins, build_plugin_manager
+from rlcompare.scoring.engine import ScoringOptions, score_store
 from rlcompare.scoring.profiles import BUILTIN_PROFILES, get_profile, load_weights_file
-from rlcompare.store import Store
+from rlcompare.store.sqlite_store import Store
 from tests.test_criteria_support import TEST_BUILTINS, curve, run_record, workload_spec, write_store
 
 CART = workload_spec("cart", threshold=100.0)
@@ -149,7 +149,7 @@ def test_load_weights_file_reads_toml(tmp_path: Path) -> None:
 
 
 THIRD_PARTY = '''
-from rlcompare.criteria_api import Criterion, CriterionResult
+from rlcompare.scoring.criteria import Criterion, CriterionResult
 from rlcompare.hookspecs import hookimpl
 
 
@@ -180,7 +180,7 @@ def test_a_third_party_criterion_appears_in_the_matrix(tmp_path: Path, store: Pa
     plugins = _plugins(autoload=True)
     assert plugins.plugin_origin("criterion", "lucky_sevens") == "lucky"
     with Store(store) as opened:
-        matrix = score_store(opened, plugins, get_profile("balanced"), ScoringOptions(reps=200))
+        matrix = score_store(opened, plugins.scoring_catalogue(), get_profile("balanced"), ScoringOptions(reps=200))
     cell = matrix.cell("lucky_sevens", "alpha", "cart")
     assert (cell.point, cell.n) == (7.0, 3)
     assert matrix.weights["lucky_sevens"] > 0
@@ -189,7 +189,7 @@ def test_a_third_party_criterion_appears_in_the_matrix(tmp_path: Path, store: Pa
 def test_listing_criteria_imports_no_rl_library() -> None:
     code = textwrap.dedent("""
         import sys
-        from rlcompare.plugins import BUILTIN_PLUGINS, build_plugin_manager
+        from rlcompare.plugins.manager import BUILTIN_PLUGINS, build_plugin_manager
         plugins = build_plugin_manager(builtins=(*BUILTIN_PLUGINS, "rlcompare_criteria.performance", "rlcompare_criteria.development"))
         assert not [e for e in plugins.errors if e.plugin.startswith("criteria")], plugins.errors
         rows = [(c.id, c.unit, c.direction) for c in plugins.criteria.values()]

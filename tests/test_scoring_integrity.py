@@ -11,19 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from rlcompare.criteria_api import MeasurementCache
-from rlcompare.plan import Plan, build_plan
-from rlcompare.plugins import build_plugin_manager
-from rlcompare.runner import LocalRunner
-from rlcompare.scoring import ScoringOptions, score_store
+from rlcompare.execution.runner import LocalRunner
+from rlcompare.plan.matrix import Plan, build_plan
+from rlcompare.plugins.manager import build_plugin_manager
+from rlcompare.scoring.engine import ScoringOptions, score_store
+from rlcompare.scoring.measurement_cache import MeasurementCache
 from rlcompare.scoring.profiles import BUILTIN_PROFILES
-from rlcompare.store import Store
-from rlcompare.workload import workload_from_dict
+from rlcompare.spec.workload import workload_from_dict
+from rlcompare.store.sqlite_store import Store
 from tests.conftest import ROOT, run_cli
 from tests.test_criteria_support import run_record, workload_spec, write_store
 
 CHEATS = ROOT / "tests" / "plugins" / "cheats"
-SCORING_BUILTINS = ("rlcompare.builtin_frameworks", "rlcompare.builtin_workloads", "rlcompare_sb3",
+SCORING_BUILTINS = ("rlcompare.builtins.frameworks", "rlcompare.builtins.workloads", "rlcompare_sb3",
                     "rlcompare_criteria.performance", "rlcompare_criteria.development")
 #: sb3 (which trains properly) and the outside package's cheats
 UNDER_TEST = ("sb3", "idle", "overshoot", "unfaithful", "crash", "inflated")
@@ -44,7 +44,7 @@ def cheat_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     sys.path.insert(0, str(CHEATS))
     try:
         plugins = build_plugin_manager(builtins=SCORING_BUILTINS)
-        plan = build_plan(plugins, [workload_from_dict(WORKLOAD, "test")])
+        plan = build_plan(plugins.plan_catalogue(), [workload_from_dict(WORKLOAD, "test")])
         # sb3 next to the cheats; the other built-in distributions come in through their entry points too
         plan = Plan(runs=[run for run in plan.runs if run.adapter_id in UNDER_TEST],
                     refused=[pair for pair in plan.refused if pair.adapter_id in UNDER_TEST])
@@ -95,7 +95,7 @@ def test_no_cheat_outranks_or_outscores_the_adapter_that_trained(cheat_store: Pa
                                                                  tmp_path: Path) -> None:
     plugins = build_plugin_manager(builtins=SCORING_BUILTINS, autoload=False)
     with Store(cheat_store) as store:
-        matrix = score_store(store, plugins, BUILTIN_PROFILES[profile], ScoringOptions(reps=200),
+        matrix = score_store(store, plugins.scoring_catalogue(), BUILTIN_PROFILES[profile], ScoringOptions(reps=200),
                              cache=MeasurementCache(tmp_path / "cache.json"))
     sb3 = matrix.overall["sb3"]
     assert sb3.rank == 1 and sb3.valid_workloads == 1
@@ -136,7 +136,7 @@ def _score(tmp_path: Path, runs: list, profile: str = "balanced"):
     path = write_store(tmp_path / "s.db", runs)
     plugins = build_plugin_manager(builtins=("rlcompare_criteria.performance", "rlcompare_criteria.development"), autoload=False)
     with Store(path) as store:
-        return score_store(store, plugins, BUILTIN_PROFILES[profile], ScoringOptions(reps=200),
+        return score_store(store, plugins.scoring_catalogue(), BUILTIN_PROFILES[profile], ScoringOptions(reps=200),
                            cache=MeasurementCache(tmp_path / "cache.json"))
 
 

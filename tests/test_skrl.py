@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from rlcompare.errors import IncompatibleError
-from rlcompare.plan import build_plan
-from rlcompare.plugins import build_plugin_manager
-from rlcompare.runner import LocalRunner
-from rlcompare.store import Store
-from rlcompare.workload import Workload, workload_from_dict
+from rlcompare.execution.runner import LocalRunner
+from rlcompare.plan.matrix import build_plan
+from rlcompare.plugins.manager import build_plugin_manager
+from rlcompare.spec.workload import Workload, workload_from_dict
+from rlcompare.store.sqlite_store import Store
 
 pytestmark = pytest.mark.framework
 
@@ -44,7 +44,7 @@ def _workload(name: str, spec: dict) -> Workload:
 @pytest.fixture(scope="module")
 def skrl_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
     workloads = [_workload(name, spec) for name, spec in TINY.items()]
-    plan = build_plan(build_plugin_manager(autoload=False), workloads, ["skrl"])
+    plan = build_plan(build_plugin_manager(autoload=False).plan_catalogue(), workloads, ["skrl"])
     store = Store(tmp_path_factory.mktemp("skrl") / "runs.db")
     logs = Path.cwd() / "runs"  # where skrl writes TensorBoard logs and checkpoints unless told not to
     existed = logs.exists()
@@ -139,7 +139,7 @@ def test_skrl_fidelity_flags_what_it_cannot_map() -> None:
 
 
 def test_skrl_listing_and_fidelity_do_not_import_the_framework() -> None:
-    code = ("import sys; from rlcompare_skrl import SkrlAdapter; from rlcompare.workload import "
+    code = ("import sys; from rlcompare_skrl import SkrlAdapter; from rlcompare.spec.workload import "
             "workload_from_dict; w = workload_from_dict({'id': 'x', 'env': 'CartPole-v1', 'algorithm': 'SAC', "
             "'env_steps': 10}, 't'); SkrlAdapter().fidelity(w); SkrlAdapter().capabilities(); "
             "print(sorted(m for m in ('torch', 'skrl') if m in sys.modules))")
@@ -156,4 +156,4 @@ def test_skrl_listing_and_fidelity_do_not_import_the_framework() -> None:
 def test_skrl_refuses_what_it_cannot_run(spec: dict, reason: str) -> None:
     workload = workload_from_dict({"id": "refused", "env_steps": 1000, "hyperparameters": {}, **spec}, "test")
     with pytest.raises(IncompatibleError, match=f"adapter 'skrl' cannot run workload 'refused': .*{reason}"):
-        build_plan(build_plugin_manager(autoload=False), [workload], ["skrl"])
+        build_plan(build_plugin_manager(autoload=False).plan_catalogue(), [workload], ["skrl"])

@@ -8,11 +8,11 @@ import sys
 import pytest
 
 from rlcompare.errors import IncompatibleError
-from rlcompare.plan import build_plan
-from rlcompare.plugins import build_plugin_manager
-from rlcompare.runner import LocalRunner
-from rlcompare.store import Store
-from rlcompare.workload import Workload, workload_from_dict
+from rlcompare.execution.runner import LocalRunner
+from rlcompare.plan.matrix import build_plan
+from rlcompare.plugins.manager import build_plugin_manager
+from rlcompare.spec.workload import Workload, workload_from_dict
+from rlcompare.store.sqlite_store import Store
 
 pytestmark = pytest.mark.framework
 
@@ -44,7 +44,7 @@ def _one_rollout(workload: Workload) -> int:
 @pytest.fixture(scope="module")
 def tianshou_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
     workloads = [_workload(name, spec) for name, spec in TINY.items()]
-    plan = build_plan(build_plugin_manager(autoload=False), workloads, ["tianshou"])
+    plan = build_plan(build_plugin_manager(autoload=False).plan_catalogue(), workloads, ["tianshou"])
     store = Store(tmp_path_factory.mktemp("tianshou") / "runs.db")
     with pytest.MonkeyPatch.context() as patch:
         # Tianshou numba-compiles its return estimators afresh in every process (about 15 s of CPU per
@@ -131,7 +131,7 @@ def test_tianshou_fidelity_flags_what_it_cannot_map() -> None:
 def test_tianshou_listing_and_fidelity_do_not_import_the_framework() -> None:
     import subprocess
 
-    code = ("import sys; from rlcompare_tianshou import TianshouAdapter; from rlcompare.workload import "
+    code = ("import sys; from rlcompare_tianshou import TianshouAdapter; from rlcompare.spec.workload import "
             "workload_from_dict; w = workload_from_dict({'id': 'x', 'env': 'CartPole-v1', 'algorithm': 'SAC', "
             "'env_steps': 10}, 't'); TianshouAdapter().fidelity(w); TianshouAdapter().capabilities(); "
             "print(sorted(m for m in ('torch', 'tianshou') if m in sys.modules))")
@@ -148,4 +148,4 @@ def test_tianshou_listing_and_fidelity_do_not_import_the_framework() -> None:
 def test_tianshou_refuses_what_it_cannot_run(spec: dict, reason: str) -> None:
     workload = workload_from_dict({"id": "refused", "env_steps": 1000, "hyperparameters": {}, **spec}, "test")
     with pytest.raises(IncompatibleError, match=f"adapter 'tianshou' cannot run workload 'refused': .*{reason}"):
-        build_plan(build_plugin_manager(autoload=False), [workload], ["tianshou"])
+        build_plan(build_plugin_manager(autoload=False).plan_catalogue(), [workload], ["tianshou"])

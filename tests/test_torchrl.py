@@ -10,11 +10,11 @@ import sys
 import pytest
 
 from rlcompare.errors import IncompatibleError
-from rlcompare.plan import build_plan
-from rlcompare.plugins import build_plugin_manager
-from rlcompare.runner import LocalRunner
-from rlcompare.store import Store
-from rlcompare.workload import Workload, workload_from_dict
+from rlcompare.execution.runner import LocalRunner
+from rlcompare.plan.matrix import build_plan
+from rlcompare.plugins.manager import build_plugin_manager
+from rlcompare.spec.workload import Workload, workload_from_dict
+from rlcompare.store.sqlite_store import Store
 
 pytestmark = pytest.mark.framework
 
@@ -43,7 +43,7 @@ def _workload(name: str, spec: dict) -> Workload:
 @pytest.fixture(scope="module")
 def torchrl_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
     workloads = [_workload(name, spec) for name, spec in TINY.items()]
-    plan = build_plan(build_plugin_manager(autoload=False), workloads, ["torchrl"])
+    plan = build_plan(build_plugin_manager(autoload=False).plan_catalogue(), workloads, ["torchrl"])
     store = Store(tmp_path_factory.mktemp("torchrl") / "runs.db")
     summary = LocalRunner(store, jobs=2, timeout_seconds=300).run(plan)
     assert [o.status for o in summary.outcomes] == ["ok"] * len(TINY), [
@@ -138,7 +138,7 @@ def test_torchrl_fidelity_flags_what_it_cannot_map() -> None:
 
 
 def test_torchrl_listing_and_fidelity_do_not_import_the_framework() -> None:
-    code = ("import sys; from rlcompare_torchrl import TorchRLAdapter; from rlcompare.workload import "
+    code = ("import sys; from rlcompare_torchrl import TorchRLAdapter; from rlcompare.spec.workload import "
             "workload_from_dict; w = workload_from_dict({'id': 'x', 'env': 'CartPole-v1', 'algorithm': 'SAC', "
             "'env_steps': 10}, 't'); TorchRLAdapter().fidelity(w); TorchRLAdapter().capabilities(); "
             "print(sorted(m for m in ('torch', 'torchrl', 'tensordict') if m in sys.modules))")
@@ -155,4 +155,4 @@ def test_torchrl_listing_and_fidelity_do_not_import_the_framework() -> None:
 def test_torchrl_refuses_what_it_cannot_run(spec: dict, reason: str) -> None:
     workload = workload_from_dict({"id": "refused", "env_steps": 1000, "hyperparameters": {}, **spec}, "test")
     with pytest.raises(IncompatibleError, match=f"adapter 'torchrl' cannot run workload 'refused': .*{reason}"):
-        build_plan(build_plugin_manager(autoload=False), [workload], ["torchrl"])
+        build_plan(build_plugin_manager(autoload=False).plan_catalogue(), [workload], ["torchrl"])

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from rlcompare.adapter import Adapter
-from rlcompare.plugins import build_plugin_manager
-from rlcompare.store import SCHEMA_VERSION, Store
-from rlcompare.validity import BudgetTolerance, judge_run
-from rlcompare.workload import workload_from_dict
+from rlcompare.harness.validity import BudgetTolerance, judge_run
+from rlcompare.plugins.manager import build_plugin_manager
+from rlcompare.spec.workload import workload_from_dict
+from rlcompare.store.sqlite_store import SCHEMA_VERSION, Store
 
 PPO = {"id": "p", "env": "CartPole-v1", "algorithm": "PPO", "env_steps": 10_000,
        "parallelism": {"envs_per_worker": 4}, "hyperparameters": {"rollout_steps": 128}}

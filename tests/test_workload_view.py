@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from rlcompare.builtin_workloads import builtin_workloads
-from rlcompare.validity import BudgetTolerance
-from rlcompare.workload import workload_from_dict
-from rlcompare.workload_view import workload_view
+from rlcompare.harness.validity import BudgetTolerance
+from rlcompare.harness.workload_view import workload_view
+from rlcompare.spec.builtin_workloads import builtin_workloads
+from rlcompare.spec.workload import workload_from_dict
 
 WORKLOADS = {workload.id: workload for workload in builtin_workloads()}
 DQN = workload_from_dict({"id": "dqn", "env": "CartPole-v1", "algorithm": "DQN", "env_steps": 5_000,
@@ -66,8 +66,8 @@ def test_the_view_is_read_only_picklable_and_refuses_what_is_not_there() -> None
 
 def test_the_worker_and_what_adapters_import_from_the_harness_need_no_pydantic_or_pluggy() -> None:
     code = ("import sys\n"
-            "import rlcompare, rlcompare.worker, rlcompare.context, rlcompare.adapter, rlcompare.workload_view\n"
-            "import rlcompare.fidelity, rlcompare.envs, rlcompare.evaluation, rlcompare.host, rlcompare.validity\n"
+            "import rlcompare, rlcompare.harness.worker, rlcompare.harness.context, rlcompare.harness.contract, rlcompare.harness.workload_view\n"
+            "import rlcompare.harness.fidelity, rlcompare.harness.counted_envs, rlcompare.harness.evaluation, rlcompare.harness.host, rlcompare.harness.validity\n"
             "print(sorted(m for m in ('pydantic', 'pluggy', 'pandas', 'torch', 'rich') if m in sys.modules))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -94,7 +94,7 @@ def test_built_in_adapters_map_the_view_as_they_map_the_model(module_name: str) 
     the validated model: the native settings and the fidelity report."""
     import importlib
 
-    from rlcompare.fidelity import map_settings
+    from rlcompare.harness.fidelity import map_settings
 
     settings = importlib.import_module(module_name).SETTINGS
     checked = 0

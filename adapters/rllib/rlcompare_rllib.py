@@ -16,16 +16,26 @@ import itertools
 import os
 from typing import TYPE_CHECKING, Any
 
-from rlcompare.adapter import Adapter, Capabilities, Fidelity, FidelityEntry, TrainingResult
-from rlcompare.errors import IncompatibleError
-from rlcompare.fidelity import Setting, entry, map_settings, only_if
-from rlcompare.hookspecs import hookimpl
-from rlcompare.local_ray import start_private_ray
-from rlcompare.validity import BudgetTolerance
+from rlcompare import hookimpl
+from rlcompare.adapter import (
+    Adapter,
+    BudgetTolerance,
+    Capabilities,
+    Fidelity,
+    FidelityEntry,
+    IncompatibleError,
+    Setting,
+    TrainingResult,
+    WorkloadLike,
+    entry,
+    map_settings,
+    only_if,
+    start_private_ray,
+)
 
 if TYPE_CHECKING:
-    from rlcompare.context import TrainingContext
-    from rlcompare.workload import Workload
+    from rlcompare.adapter import TrainingContext
+    from rlcompare.plugins.register import Register
 
 #: Env steps sampled per ``Algorithm.train()`` call, at least (off-policy algorithms).
 ITERATION_ENV_STEPS = 500
@@ -34,33 +44,33 @@ ITERATION_ENV_STEPS = 500
 SLOTS_PER_RUNNER = 32
 
 
-def _total_envs(workload: Workload) -> int:
+def _total_envs(workload: WorkloadLike) -> int:
     return workload.parallelism.total_envs
 
 
-def _fragment(value: int, workload: Workload) -> int:
+def _fragment(value: int, workload: WorkloadLike) -> int:
     # One training step samples rollout_fragment_length steps from every env, then updates.
     return max(1, value // _total_envs(workload))
 
 
-def _fragment_exact(value: int, workload: Workload) -> tuple[Fidelity, str]:
+def _fragment_exact(value: int, workload: WorkloadLike) -> tuple[Fidelity, str]:
     envs = _total_envs(workload)
     if value % envs == 0:
         return Fidelity.EXACT, f"rollout_fragment_length x {envs} envs"
     return Fidelity.APPROXIMATE, f"rounded to a multiple of {envs} envs"
 
 
-def _train_batch(value: int, workload: Workload) -> int:
+def _train_batch(value: int, workload: WorkloadLike) -> int:
     return value * _total_envs(workload)
 
 
-def _epsilon_schedule(_: Any, workload: Workload) -> list[tuple[int, float]]:
+def _epsilon_schedule(_: Any, workload: WorkloadLike) -> list[tuple[int, float]]:
     hp = workload.hyperparameters
     decay_steps = max(1, int(hp.exploration_fraction * workload.env_steps))
     return [(0, hp.exploration_initial_eps), (decay_steps, hp.exploration_final_eps)]
 
 
-def _standardized_per_batch(value: bool, _: Workload) -> tuple[Fidelity, str]:
+def _standardized_per_batch(value: bool, _: WorkloadLike) -> tuple[Fidelity, str]:
     if value:
         return Fidelity.APPROXIMATE, "RLlib standardizes advantages over the whole train batch, not per minibatch"
     return Fidelity.UNSUPPORTED, "RLlib always standardizes advantages"
@@ -130,7 +140,7 @@ class EnvCreator:
         self.__init__(**state)  # type: ignore[misc]
 
     def __call__(self, env_config: Any) -> Any:
-        from rlcompare.envs import EnvFactory
+        from rlcompare.adapter import EnvFactory
 
         worker_index = int(getattr(env_config, "worker_index", 0))
         local = next(self._local_index)
@@ -159,7 +169,7 @@ class RLlibAdapter(Adapter):
             algorithm_action_spaces={"DQN": frozenset({"discrete"})},
         )
 
-    def check_compatible(self, workload: Workload, action_space: str | None) -> None:
+    def check_compatible(self, workload: WorkloadLike, action_space: str | None) -> None:
         super().check_compatible(workload, action_space)
         if workload.parallelism.mode == "async" and workload.algorithm != "PPO":
             raise IncompatibleError(f"adapter {self.id!r} cannot run workload {workload.id!r}: "
@@ -167,10 +177,10 @@ class RLlibAdapter(Adapter):
 
     # -- translation -------------------------------------------------------------------------------
 
-    def algorithm_name(self, workload: Workload) -> str:
+    def algorithm_name(self, workload: WorkloadLike) -> str:
         return "APPO" if workload.algorithm == "PPO" and workload.parallelism.mode == "async" else workload.algorithm
 
-    def native_config(self, workload: Workload) -> tuple[dict[str, Any], list[FidelityEntry]]:
+    def native_config(self, workload: WorkloadLike) -> tuple[dict[str, Any], list[FidelityEntry]]:
         kwargs, entries = map_settings(workload, SETTINGS[workload.algorithm])
         net = workload.network
         model = {"fcnet_hiddens": list(net.hidden_sizes), "fcnet_activation": net.activation,
@@ -197,10 +207,10 @@ class RLlibAdapter(Adapter):
             kwargs["train_batch_size_per_learner"] = _train_batch(workload.hyperparameters.rollout_steps, workload)
         return kwargs, entries
 
-    def fidelity(self, workload: Workload) -> list[FidelityEntry]:
+    def fidelity(self, workload: WorkloadLike) -> list[FidelityEntry]:
         return self.native_config(workload)[1]
 
-    def budget_tolerance(self, workload: Workload) -> BudgetTolerance:
+    def budget_tolerance(self, workload: WorkloadLike) -> BudgetTolerance:
         """One ``train()`` call samples at least ``min_sample_timesteps_per_iteration`` env steps in
         whole fragments of every env, and the budget is checked between calls: the run may end up to
         one such iteration past it (twice with asynchronous sampling)."""
@@ -211,7 +221,7 @@ class RLlibAdapter(Adapter):
         steps = max(default.overshoot_steps, iteration)
         return BudgetTolerance("rollout", steps, steps)
 
-    def build_config(self, workload: Workload, seed: int, env: str) -> Any:
+    def build_config(self, workload: WorkloadLike, seed: int, env: str) -> Any:
         """The RLlib AlgorithmConfig for ``workload`` (imports RLlib)."""
         from ray.rllib.algorithms.appo import APPOConfig
         from ray.rllib.algorithms.dqn import DQNConfig
@@ -277,7 +287,7 @@ class RLlibAdapter(Adapter):
 
     # -- training ----------------------------------------------------------------------------------
 
-    def train(self, workload: Workload, context: TrainingContext) -> TrainingResult:
+    def train(self, workload: WorkloadLike, context: TrainingContext) -> TrainingResult:
         import ray
         from ray.tune.registry import register_env
 
@@ -305,8 +315,8 @@ class RLlibAdapter(Adapter):
         return TrainingResult(policy=policy, framework_env_steps=framework_steps, native_config=native)
 
 
-def start_ray(workload: Workload) -> None:
-    """Start the run's private Ray cluster on loopback (:func:`rlcompare.local_ray.start_private_ray`)
+def start_ray(workload: WorkloadLike) -> None:
+    """Start the run's private Ray cluster on loopback (:func:`rlcompare.harness.private_ray.start_private_ray`)
     with one CPU per remote env runner plus one for the learner."""
     workers = workload.parallelism.workers
     start_private_ray((workers if workers > 1 else 0) + 1)
@@ -355,5 +365,5 @@ def _module_policy(module: Any, deterministic: bool, normalize_actions: bool) ->
 
 
 @hookimpl
-def rlcompare_register_adapters(register: Any) -> None:
+def rlcompare_register_adapters(register: Register) -> None:
     register.add_adapter(RLlibAdapter)

@@ -28,16 +28,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rlcompare.adapter import Adapter, Capabilities, Fidelity, FidelityEntry, TrainingResult
-from rlcompare.fidelity import Setting, entry, map_settings, only_if
-from rlcompare.hookspecs import hookimpl
-from rlcompare.validity import BudgetTolerance
+from rlcompare import hookimpl
+from rlcompare.adapter import (
+    Adapter,
+    BudgetTolerance,
+    Capabilities,
+    Fidelity,
+    FidelityEntry,
+    Setting,
+    TrainingResult,
+    WorkloadLike,
+    entry,
+    map_settings,
+    only_if,
+)
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from rlcompare.context import TrainingContext
-    from rlcompare.workload import Workload
+    from rlcompare.adapter import TrainingContext
+    from rlcompare.plugins.register import Register
 
 #: Sample Factory's value loss is clipped around the old value by ``ppo_clip_value``; a bound no
 #: value difference reaches turns the clipping off, as canonical PPO has none.
@@ -51,11 +61,11 @@ ADAM_EPS = 1e-5
 SAVE_EVERY_SEC = 10**9
 
 
-def _samples_per_update(workload: Workload) -> int:
+def _samples_per_update(workload: WorkloadLike) -> int:
     return workload.hyperparameters.rollout_steps * workload.parallelism.total_envs
 
 
-def _minibatches(workload: Workload) -> int:
+def _minibatches(workload: WorkloadLike) -> int:
     """Minibatches per pass over one rollout of every env.
 
     Sample Factory builds its minibatches from whole trajectories of ``rollout`` steps (its batcher
@@ -71,11 +81,11 @@ def _minibatches(workload: Workload) -> int:
     return min(counts, key=lambda n: (abs(envs // n * rollout - wanted), n))
 
 
-def _batch_size(_value: int, workload: Workload) -> int:
+def _batch_size(_value: int, workload: WorkloadLike) -> int:
     return _samples_per_update(workload) // _minibatches(workload)
 
 
-def _judge_batch_size(value: int, workload: Workload) -> tuple[Fidelity, str]:
+def _judge_batch_size(value: int, workload: WorkloadLike) -> tuple[Fidelity, str]:
     count = _minibatches(workload)
     native = _samples_per_update(workload) // count
     if native == value:
@@ -85,13 +95,13 @@ def _judge_batch_size(value: int, workload: Workload) -> tuple[Fidelity, str]:
             f"must split one rollout of every env: {count} of {native} samples")
 
 
-def _judge_clip(_value: float, _workload: Workload) -> tuple[Fidelity, str]:
+def _judge_clip(_value: float, _workload: WorkloadLike) -> tuple[Fidelity, str]:
     return (Fidelity.APPROXIMATE,
             "the ratio is clipped to [1/(1+eps), 1+eps], not [1-eps, 1+eps]: the same upper bound, a "
             "slightly narrower lower one")
 
 
-def _judge_gae(_value: float, workload: Workload) -> tuple[Fidelity, str]:
+def _judge_gae(_value: float, workload: WorkloadLike) -> tuple[Fidelity, str]:
     if workload.parallelism.mode == "async":
         return (Fidelity.APPROXIMATE,
                 "GAE (with_vtrace=False) on trajectories that may lag the policy by up to max_policy_lag updates")
@@ -150,7 +160,7 @@ FIXED: dict[str, Any] = {
 }
 
 
-def _serial(workload: Workload) -> bool:
+def _serial(workload: WorkloadLike) -> bool:
     return workload.parallelism.workers == 1 and workload.parallelism.mode == "sync"
 
 
@@ -162,7 +172,7 @@ class SampleFactoryAdapter(Adapter):
     distributions = ("sample-factory", "torch", "gymnasium", "numpy")
     install_requires = ("sample-factory==2.1.1", "gymnasium==0.29.1", "numpy<2", "torch==2.13.0")
     #: Sample Factory 2.1 pins numpy<2 and gymnasium<1.0: it always runs in an environment of its own
-    #: (built with uv by :mod:`rlcompare.environments`, torch pinned to the CPU build).
+    #: (built with uv by :mod:`rlcompare.pyenvs`, torch pinned to the CPU build).
     requires_isolation = True
 
     def capabilities(self) -> Capabilities:
@@ -174,7 +184,7 @@ class SampleFactoryAdapter(Adapter):
             modes=frozenset({"sync", "async"}),
         )
 
-    def budget_tolerance(self, workload: Workload) -> BudgetTolerance:
+    def budget_tolerance(self, workload: WorkloadLike) -> BudgetTolerance:
         """The budget is checked after each learner step. In async mode every rollout worker may
         hold up to two rollouts of each env in flight (double-buffered splits) besides the batch
         being trained on, so the run may end up to three rollouts of every env past the budget."""
@@ -186,7 +196,7 @@ class SampleFactoryAdapter(Adapter):
 
     # -- translation -------------------------------------------------------------------------------
 
-    def native_config(self, workload: Workload) -> tuple[dict[str, Any], list[FidelityEntry]]:
+    def native_config(self, workload: WorkloadLike) -> tuple[dict[str, Any], list[FidelityEntry]]:
         kwargs, entries = map_settings(workload, SETTINGS)
         kwargs["num_batches_per_epoch"] = _minibatches(workload)
         net = workload.network
@@ -209,7 +219,7 @@ class SampleFactoryAdapter(Adapter):
         entries.extend(self._parallelism_fidelity(workload))
         return kwargs, entries
 
-    def _parallelism_config(self, workload: Workload) -> dict[str, Any]:
+    def _parallelism_config(self, workload: WorkloadLike) -> dict[str, Any]:
         par = workload.parallelism
         return {
             "serial_mode": _serial(workload),
@@ -221,7 +231,7 @@ class SampleFactoryAdapter(Adapter):
             "policy_workers_per_policy": 1,
         }
 
-    def _parallelism_fidelity(self, workload: Workload) -> list[FidelityEntry]:
+    def _parallelism_fidelity(self, workload: WorkloadLike) -> list[FidelityEntry]:
         par = workload.parallelism
         splits = 2 if par.envs_per_worker % 2 == 0 else 1
         entries = [
@@ -249,12 +259,12 @@ class SampleFactoryAdapter(Adapter):
                              "processes run one torch thread each"))
         return entries
 
-    def fidelity(self, workload: Workload) -> list[FidelityEntry]:
+    def fidelity(self, workload: WorkloadLike) -> list[FidelityEntry]:
         return self.native_config(workload)[1]
 
     # -- training ----------------------------------------------------------------------------------
 
-    def train(self, workload: Workload, context: TrainingContext) -> TrainingResult:
+    def train(self, workload: WorkloadLike, context: TrainingContext) -> TrainingResult:
         factories = [context.env_factory(slot) for slot in range(workload.parallelism.total_envs)]
         run = SampleFactoryRun(workload, context.seed, context.run_dir / "sample_factory", factories)
         try:
@@ -276,7 +286,7 @@ class SampleFactoryAdapter(Adapter):
 
 
 @hookimpl
-def rlcompare_register_adapters(register: Any) -> None:
+def rlcompare_register_adapters(register: Register) -> None:
     register.add_adapter(SampleFactoryAdapter)
 
 
@@ -321,7 +331,7 @@ class SampleFactoryRun:
     benchmark (with plain envs and none), so both train the identical configuration.
     """
 
-    def __init__(self, workload: Workload, seed: int, train_dir: Path, factories: list[Callable[[], Any]]) -> None:
+    def __init__(self, workload: WorkloadLike, seed: int, train_dir: Path, factories: list[Callable[[], Any]]) -> None:
         self.workload = workload
         self.seed = seed
         self.train_dir = Path(train_dir)
@@ -515,10 +525,10 @@ def _unlink_shared_memory_files(pids: list[int]) -> None:
                 pass  # another process's cleanup got there first
 
 
-def train_direct(workload: Workload, seed: int, train_dir: Path) -> float:
+def train_direct(workload: WorkloadLike, seed: int, train_dir: Path) -> float:
     """Sample Factory alone, with the adapter's configuration on plain (uncounted) envs and no
     evaluation: seconds in the runner's training loop (the overhead benchmark's baseline)."""
-    from rlcompare.envs import EnvFactory
+    from rlcompare.adapter import EnvFactory
 
     factories = [EnvFactory(workload.env, dict(workload.env_kwargs)) for _ in range(workload.parallelism.total_envs)]
     run = SampleFactoryRun(workload, seed, train_dir, factories)

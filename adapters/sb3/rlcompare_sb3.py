@@ -9,21 +9,31 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rlcompare.adapter import Adapter, Capabilities, Fidelity, FidelityEntry, TrainingResult
-from rlcompare.fidelity import Setting, entry, map_settings, only_if
-from rlcompare.hookspecs import hookimpl
+from rlcompare import hookimpl
+from rlcompare.adapter import (
+    Adapter,
+    Capabilities,
+    Fidelity,
+    FidelityEntry,
+    Setting,
+    TrainingResult,
+    WorkloadLike,
+    entry,
+    map_settings,
+    only_if,
+)
 
 if TYPE_CHECKING:
-    from rlcompare.context import TrainingContext
-    from rlcompare.workload import Workload
+    from rlcompare.adapter import TrainingContext
+    from rlcompare.plugins.register import Register
 
 
-def _per_vec_step(value: int, workload: Workload) -> int:
+def _per_vec_step(value: int, workload: WorkloadLike) -> int:
     # SB3 counts train_freq in calls to VecEnv.step, each of which steps every env once.
     return max(1, value // workload.parallelism.total_envs)
 
 
-def _divisible_by_envs(value: int, workload: Workload) -> tuple[Fidelity, str]:
+def _divisible_by_envs(value: int, workload: WorkloadLike) -> tuple[Fidelity, str]:
     envs = workload.parallelism.total_envs
     if value % envs == 0:
         return Fidelity.EXACT, f"train_freq counts vector steps of {envs} envs"
@@ -102,7 +112,7 @@ class StableBaselines3Adapter(Adapter):
 
     # -- translation -------------------------------------------------------------------------------
 
-    def native_config(self, workload: Workload) -> tuple[dict[str, Any], list[FidelityEntry]]:
+    def native_config(self, workload: WorkloadLike) -> tuple[dict[str, Any], list[FidelityEntry]]:
         kwargs, entries = map_settings(workload, SETTINGS[workload.algorithm])
         net = workload.network
         hidden = list(net.hidden_sizes)
@@ -119,7 +129,7 @@ class StableBaselines3Adapter(Adapter):
         entries.extend(self._parallelism_fidelity(workload))
         return kwargs, entries
 
-    def _parallelism_fidelity(self, workload: Workload) -> list[FidelityEntry]:
+    def _parallelism_fidelity(self, workload: WorkloadLike) -> list[FidelityEntry]:
         par = workload.parallelism
         if par.workers == 1:
             return [
@@ -135,12 +145,12 @@ class StableBaselines3Adapter(Adapter):
                   f"{par.total_envs} subprocesses"),
         ]
 
-    def fidelity(self, workload: Workload) -> list[FidelityEntry]:
+    def fidelity(self, workload: WorkloadLike) -> list[FidelityEntry]:
         return self.native_config(workload)[1]
 
     # -- training ----------------------------------------------------------------------------------
 
-    def train(self, workload: Workload, context: TrainingContext) -> TrainingResult:
+    def train(self, workload: WorkloadLike, context: TrainingContext) -> TrainingResult:
         import stable_baselines3
         import torch
         from stable_baselines3.common.callbacks import BaseCallback
@@ -185,5 +195,5 @@ class StableBaselines3Adapter(Adapter):
 
 
 @hookimpl
-def rlcompare_register_adapters(register: Any) -> None:
+def rlcompare_register_adapters(register: Register) -> None:
     register.add_adapter(StableBaselines3Adapter)

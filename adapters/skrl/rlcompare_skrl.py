@@ -30,15 +30,26 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rlcompare.adapter import Adapter, Capabilities, Fidelity, FidelityEntry, TrainingResult
-from rlcompare.fidelity import Judge, Setting, entry, map_settings, only_if
-from rlcompare.hookspecs import hookimpl
+from rlcompare import hookimpl
+from rlcompare.adapter import (
+    Adapter,
+    Capabilities,
+    Fidelity,
+    FidelityEntry,
+    Judge,
+    Setting,
+    TrainingResult,
+    WorkloadLike,
+    entry,
+    map_settings,
+    only_if,
+)
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from rlcompare.context import TrainingContext
-    from rlcompare.workload import Workload
+    from rlcompare.adapter import TrainingContext
+    from rlcompare.plugins.register import Register
 
 ON_POLICY = ("PPO", "A2C")
 ACTION_SPACES = {"PPO": frozenset({"discrete", "continuous"}), "A2C": frozenset({"discrete", "continuous"}),
@@ -51,20 +62,20 @@ ACTIVATIONS = {"tanh": "Tanh", "relu": "ReLU"}
 # -------------------------------------------------------------------------------------------------
 
 
-def _n_envs(workload: Workload) -> int:
+def _n_envs(workload: WorkloadLike) -> int:
     return workload.parallelism.total_envs
 
 
-def _per_vector_step(value: int, workload: Workload) -> int:
+def _per_vector_step(value: int, workload: WorkloadLike) -> int:
     return value // _n_envs(workload)
 
 
-def _ceil_per_vector_step(value: int, workload: Workload) -> int:
+def _ceil_per_vector_step(value: int, workload: WorkloadLike) -> int:
     return math.ceil(value / _n_envs(workload))
 
 
 def _whole_vector_steps(what: str) -> Judge:
-    def judge(value: int, workload: Workload) -> tuple[Fidelity, str]:
+    def judge(value: int, workload: WorkloadLike) -> tuple[Fidelity, str]:
         n_envs = _n_envs(workload)
         if value % n_envs == 0:
             return Fidelity.EXACT, f"{what}; skrl counts vector steps of {n_envs} envs"
@@ -73,12 +84,12 @@ def _whole_vector_steps(what: str) -> Judge:
     return judge
 
 
-def _minibatches(value: int, workload: Workload) -> int:
+def _minibatches(value: int, workload: WorkloadLike) -> int:
     rollout = workload.hyperparameters.rollout_steps * _n_envs(workload)  # type: ignore[union-attr]
     return max(1, round(rollout / value))
 
 
-def _judge_minibatches(value: int, workload: Workload) -> tuple[Fidelity, str]:
+def _judge_minibatches(value: int, workload: WorkloadLike) -> tuple[Fidelity, str]:
     rollout = workload.hyperparameters.rollout_steps * _n_envs(workload)  # type: ignore[union-attr]
     if rollout % value == 0:
         return Fidelity.EXACT, f"skrl takes a number of minibatches: {rollout} / {value}"
@@ -86,25 +97,25 @@ def _judge_minibatches(value: int, workload: Workload) -> tuple[Fidelity, str]:
                                   f"{_minibatches(value, workload)} (np.array_split sizes)")
 
 
-def _ppo_advantages(value: bool, _: Workload) -> tuple[Fidelity, str]:
+def _ppo_advantages(value: bool, _: WorkloadLike) -> tuple[Fidelity, str]:
     if value:
         return Fidelity.APPROXIMATE, "skrl normalizes advantages once over the whole rollout, not per minibatch"
     return Fidelity.UNSUPPORTED, "skrl's PPO always normalizes advantages"
 
 
-def _a2c_advantages(value: bool, _: Workload) -> tuple[Fidelity, str]:
+def _a2c_advantages(value: bool, _: WorkloadLike) -> tuple[Fidelity, str]:
     if value:
         return Fidelity.EXACT, "over the whole rollout, which is A2C's one minibatch"
     return Fidelity.UNSUPPORTED, "skrl's A2C always normalizes advantages"
 
 
-def _updates_between_syncs(value: int, workload: Workload) -> int:
+def _updates_between_syncs(value: int, workload: WorkloadLike) -> int:
     # skrl's DQN counts target_update_interval in gradient updates, the canonical setting in env steps
     hp = workload.hyperparameters
     return max(1, round(value * hp.gradient_steps / hp.train_every))  # type: ignore[union-attr]
 
 
-def _judge_target_sync(value: int, workload: Workload) -> tuple[Fidelity, str]:
+def _judge_target_sync(value: int, workload: WorkloadLike) -> tuple[Fidelity, str]:
     hp = workload.hyperparameters
     updates = value * hp.gradient_steps / hp.train_every  # type: ignore[union-attr]
     note = ("converted to gradient updates (x gradient_steps / train_every), hard copy (polyak=1); skrl "
@@ -116,12 +127,12 @@ def _judge_target_sync(value: int, workload: Workload) -> tuple[Fidelity, str]:
     return Fidelity.APPROXIMATE, note + ("" if whole else "; rounded") + ("" if in_phase else "; out of phase")
 
 
-def _sac_gradient_steps(value: int, workload: Workload) -> int:
+def _sac_gradient_steps(value: int, workload: WorkloadLike) -> int:
     # skrl's SAC updates after every vector step: spread the canonical update rate over vector steps
     return max(1, round(value * _n_envs(workload) / workload.hyperparameters.train_every))  # type: ignore[union-attr]
 
 
-def _judge_sac_rate(value: int, workload: Workload) -> tuple[Fidelity, str]:
+def _judge_sac_rate(value: int, workload: WorkloadLike) -> tuple[Fidelity, str]:
     hp = workload.hyperparameters
     rate = hp.gradient_steps * _n_envs(workload) / hp.train_every  # type: ignore[union-attr]
     if hp.train_every == _n_envs(workload):  # type: ignore[union-attr]
@@ -131,13 +142,13 @@ def _judge_sac_rate(value: int, workload: Workload) -> tuple[Fidelity, str]:
                                   f"{max(1, round(rate))}")
 
 
-def _entropy(value: float | str, _: Workload) -> dict[str, Any]:
+def _entropy(value: float | str, _: WorkloadLike) -> dict[str, Any]:
     if value == "auto":
         return {"learn_entropy": True, "initial_entropy_value": 1.0, "target_entropy": None}
     return {"learn_entropy": False, "initial_entropy_value": float(value)}
 
 
-def _one_memory_size(value: int, workload: Workload) -> int:
+def _one_memory_size(value: int, workload: WorkloadLike) -> int:
     return math.ceil(value / _n_envs(workload))
 
 
@@ -228,7 +239,7 @@ class SkrlAdapter(Adapter):
 
     # -- translation -------------------------------------------------------------------------------
 
-    def native_config(self, workload: Workload) -> tuple[dict[str, Any], list[FidelityEntry]]:
+    def native_config(self, workload: WorkloadLike) -> tuple[dict[str, Any], list[FidelityEntry]]:
         """skrl's agent configuration (``cfg``), the memory, models and env settings, and the
         fidelity entries."""
         flat, entries = map_settings(workload, SETTINGS[workload.algorithm])
@@ -274,12 +285,12 @@ class SkrlAdapter(Adapter):
                   "trainer": {"class": "SequentialTrainer", "timesteps": math.ceil(workload.env_steps / env["n_envs"])}}
         return config, entries
 
-    def fidelity(self, workload: Workload) -> list[FidelityEntry]:
+    def fidelity(self, workload: WorkloadLike) -> list[FidelityEntry]:
         return self.native_config(workload)[1]
 
     # -- training ----------------------------------------------------------------------------------
 
-    def train(self, workload: Workload, context: TrainingContext) -> TrainingResult:
+    def train(self, workload: WorkloadLike, context: TrainingContext) -> TrainingResult:
         config, _ = self.native_config(workload)
         factories = [context.env_factory(slot) for slot in range(workload.parallelism.total_envs)]
         setup = build(workload, config, factories, context.seed)
@@ -299,7 +310,7 @@ class SkrlAdapter(Adapter):
 
 
 @hookimpl
-def rlcompare_register_adapters(register: Any) -> None:
+def rlcompare_register_adapters(register: Register) -> None:
     register.add_adapter(SkrlAdapter)
 
 
@@ -332,7 +343,7 @@ def _network_layout(algorithm: str, hidden: list[int]) -> dict[str, list[int]]:
     return {"q_network": hidden}
 
 
-def _parallelism(workload: Workload) -> tuple[dict[str, Any], list[FidelityEntry]]:
+def _parallelism(workload: WorkloadLike) -> tuple[dict[str, Any], list[FidelityEntry]]:
     par = workload.parallelism
     n_envs = par.total_envs
     truncation_note = ("same-step autoreset: after a truncation skrl sees the next episode's first observation, "
@@ -376,7 +387,7 @@ def _parallelism(workload: Workload) -> tuple[dict[str, Any], list[FidelityEntry
 class SkrlSetup:
     """Everything built for one run; :meth:`run` trains, :attr:`env_steps` is skrl's own count."""
 
-    workload: Workload
+    workload: WorkloadLike
     agent: Any
     env: Any
     trainer_cfg: dict[str, Any]
@@ -452,7 +463,7 @@ class SkrlSetup:
         self.env.close()
 
 
-def build(workload: Workload, config: dict[str, Any], env_fns: Sequence[Callable[[], Any]], seed: int) -> SkrlSetup:
+def build(workload: WorkloadLike, config: dict[str, Any], env_fns: Sequence[Callable[[], Any]], seed: int) -> SkrlSetup:
     """Build the wrapped env, models, memory and agent for ``workload`` as ``config`` says."""
     import gymnasium
     from skrl.envs.wrappers.torch import wrap_env
@@ -497,7 +508,7 @@ def build(workload: Workload, config: dict[str, Any], env_fns: Sequence[Callable
 
 def _action_space(env_fn: Callable[[], Any]) -> Any:
     """The action space of the environments ``env_fn`` builds, from an uncounted copy."""
-    from rlcompare.envs import make_env
+    from rlcompare.adapter import make_env
 
     env = make_env(env_fn.env_id, env_fn.env_kwargs) if hasattr(env_fn, "env_id") else env_fn()
     try:
@@ -562,7 +573,7 @@ def _plain(value: Any) -> Any:
     return value if value is None or isinstance(value, (bool, int, float, str)) else repr(value)
 
 
-def _build_models(workload: Workload, env: Any, device: Any) -> dict[str, Any]:
+def _build_models(workload: WorkloadLike, env: Any, device: Any) -> dict[str, Any]:
     """skrl models (mixins over ``skrl.models.torch.Model``) shaped as the workload's network says."""
     import gymnasium
     import torch
@@ -640,13 +651,13 @@ def _build_models(workload: Workload, env: Any, device: Any) -> dict[str, Any]:
             "target_critic_1": Value(1, True), "target_critic_2": Value(1, True)}
 
 
-def train_direct(workload: Workload, seed: int = 0) -> float:
+def train_direct(workload: WorkloadLike, seed: int = 0) -> float:
     """skrl alone with the adapter's configuration: no harness context, no counting wrapper, no
     evaluation. Returns the seconds in ``trainer.train()`` (building excluded); pins torch's threads
     as the harness does. For ``benchmarks/overhead.py``."""
     import torch
 
-    from rlcompare.envs import EnvFactory
+    from rlcompare.adapter import EnvFactory
 
     config, _ = SkrlAdapter().native_config(workload)
     factories = [EnvFactory(workload.env, dict(workload.env_kwargs)) for _ in range(workload.parallelism.total_envs)]

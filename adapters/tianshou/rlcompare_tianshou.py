@@ -23,15 +23,26 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rlcompare.adapter import Adapter, Capabilities, Fidelity, FidelityEntry, TrainingResult
-from rlcompare.fidelity import Judge, Setting, entry, map_settings, only_if
-from rlcompare.hookspecs import hookimpl
+from rlcompare import hookimpl
+from rlcompare.adapter import (
+    Adapter,
+    Capabilities,
+    Fidelity,
+    FidelityEntry,
+    Judge,
+    Setting,
+    TrainingResult,
+    WorkloadLike,
+    entry,
+    map_settings,
+    only_if,
+)
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from rlcompare.context import TrainingContext
-    from rlcompare.workload import Workload
+    from rlcompare.adapter import TrainingContext
+    from rlcompare.plugins.register import Register
 
 ON_POLICY = ("PPO", "A2C")
 ACTION_SPACES = {"PPO": "discrete", "A2C": "discrete", "DQN": "discrete", "SAC": "continuous"}
@@ -48,11 +59,11 @@ DQN_HUBER_DELTA = 1.0
 # -------------------------------------------------------------------------------------------------
 
 
-def _n_envs(workload: Workload) -> int:
+def _n_envs(workload: WorkloadLike) -> int:
     return workload.parallelism.total_envs
 
 
-def _per_collect(value: int, workload: Workload) -> int:
+def _per_collect(value: int, workload: WorkloadLike) -> int:
     # Tianshou's collector steps every env once per vector step, so a collect of n steps really
     # collects ceil(n / n_envs) * n_envs; round down to whole vector steps as SB3's train_freq does.
     n_envs = _n_envs(workload)
@@ -60,7 +71,7 @@ def _per_collect(value: int, workload: Workload) -> int:
 
 
 def _divisible_by_envs(what: str) -> Judge:
-    def judge(value: int, workload: Workload) -> tuple[Fidelity, str]:
+    def judge(value: int, workload: WorkloadLike) -> tuple[Fidelity, str]:
         n_envs = _n_envs(workload)
         if value % n_envs == 0:
             return Fidelity.EXACT, f"{what}; whole vector steps of {n_envs} envs"
@@ -69,24 +80,24 @@ def _divisible_by_envs(what: str) -> Judge:
     return judge
 
 
-def _prefill_steps(value: int, workload: Workload) -> int:
+def _prefill_steps(value: int, workload: WorkloadLike) -> int:
     # collect(n_step=n) collects ceil(n / n_envs) vector steps
     n_envs = _n_envs(workload)
     return n_envs * math.ceil(value / n_envs)
 
 
-def _gradient_steps_per_sample(value: int, workload: Workload) -> float:
+def _gradient_steps_per_sample(value: int, workload: WorkloadLike) -> float:
     # OffPolicyTrainer performs round(u * collected_steps) gradient steps after each collect
     return value / workload.hyperparameters.train_every  # type: ignore[union-attr]
 
 
-def _target_update_in_updates(value: int, workload: Workload) -> int:
+def _target_update_in_updates(value: int, workload: WorkloadLike) -> int:
     # Tianshou's DQN counts target_update_freq in gradient updates, the canonical setting in env steps
     hp = workload.hyperparameters
     return max(1, round(value * hp.gradient_steps / hp.train_every))  # type: ignore[union-attr]
 
 
-def _judge_target_update(value: int, workload: Workload) -> tuple[Fidelity, str]:
+def _judge_target_update(value: int, workload: WorkloadLike) -> tuple[Fidelity, str]:
     hp = workload.hyperparameters
     updates = value * hp.gradient_steps / hp.train_every  # type: ignore[union-attr]
     note = ("converted to gradient updates (x gradient_steps / train_every); Tianshou counts from the first "
@@ -98,7 +109,7 @@ def _judge_target_update(value: int, workload: Workload) -> tuple[Fidelity, str]
     return Fidelity.APPROXIMATE, note + ("" if whole else "; rounded") + ("" if in_phase else "; out of phase")
 
 
-def _judge_minibatch(value: int, workload: Workload) -> tuple[Fidelity, str]:
+def _judge_minibatch(value: int, workload: WorkloadLike) -> tuple[Fidelity, str]:
     rollout = workload.hyperparameters.rollout_steps * _n_envs(workload)  # type: ignore[union-attr]
     if rollout % value == 0:
         return Fidelity.EXACT, "minibatches are shuffled afresh every epoch"
@@ -106,18 +117,18 @@ def _judge_minibatch(value: int, workload: Workload) -> tuple[Fidelity, str]:
                                   "last minibatch into the one before (SB3 keeps it as a small minibatch)")
 
 
-def _judge_buffer(value: int, workload: Workload) -> tuple[Fidelity, str]:
+def _judge_buffer(value: int, workload: WorkloadLike) -> tuple[Fidelity, str]:
     n_envs = _n_envs(workload)
     if value % n_envs == 0:
         return Fidelity.EXACT, f"VectorReplayBuffer: {n_envs} sub-buffers of {value // n_envs}"
     return Fidelity.APPROXIMATE, f"VectorReplayBuffer: {n_envs} sub-buffers of ceil({value}/{n_envs})"
 
 
-def _optimizer_name(value: str, _: Workload) -> str:
+def _optimizer_name(value: str, _: WorkloadLike) -> str:
     return {"adam": "AdamOptimizerFactory", "rmsprop": "RMSpropOptimizerFactory"}[value]
 
 
-def _alpha(value: float | str, _: Workload) -> Any:
+def _alpha(value: float | str, _: WorkloadLike) -> Any:
     if value == "auto":
         return "AutoAlpha(target_entropy=-dim(A), log_alpha=0.0, optim=AdamOptimizerFactory(lr))"
     return float(value)
@@ -213,7 +224,7 @@ class TianshouAdapter(Adapter):
 
     # -- translation -------------------------------------------------------------------------------
 
-    def native_config(self, workload: Workload) -> tuple[dict[str, dict[str, Any]], list[FidelityEntry]]:
+    def native_config(self, workload: WorkloadLike) -> tuple[dict[str, dict[str, Any]], list[FidelityEntry]]:
         """Native settings grouped by component (algorithm, trainer, optim, ...) and the fidelity entries."""
         flat, entries = map_settings(workload, SETTINGS[workload.algorithm])
         config: dict[str, dict[str, Any]] = {}
@@ -250,12 +261,12 @@ class TianshouAdapter(Adapter):
         entries.extend(venv_entries)
         return config, entries
 
-    def fidelity(self, workload: Workload) -> list[FidelityEntry]:
+    def fidelity(self, workload: WorkloadLike) -> list[FidelityEntry]:
         return self.native_config(workload)[1]
 
     # -- training ----------------------------------------------------------------------------------
 
-    def train(self, workload: Workload, context: TrainingContext) -> TrainingResult:
+    def train(self, workload: WorkloadLike, context: TrainingContext) -> TrainingResult:
         config, _ = self.native_config(workload)
         factories = [context.env_factory(slot) for slot in range(workload.parallelism.total_envs)]
         setup = build(workload, config, factories, context.seed)
@@ -274,7 +285,7 @@ class TianshouAdapter(Adapter):
 
 
 @hookimpl
-def rlcompare_register_adapters(register: Any) -> None:
+def rlcompare_register_adapters(register: Register) -> None:
     register.add_adapter(TianshouAdapter)
 
 
@@ -301,7 +312,7 @@ def _network_shapes(algorithm: str, hidden: list[int]) -> dict[str, list[int]]:
     return {"q": hidden}
 
 
-def _parallelism(workload: Workload) -> tuple[dict[str, Any], list[FidelityEntry]]:
+def _parallelism(workload: WorkloadLike) -> tuple[dict[str, Any], list[FidelityEntry]]:
     par = workload.parallelism
     n_envs = par.total_envs
     if par.workers == 1:
@@ -334,7 +345,7 @@ def _parallelism(workload: Workload) -> tuple[dict[str, Any], list[FidelityEntry
 class TianshouSetup:
     """Everything built for one training run; :meth:`run` trains, :attr:`env_steps` is Tianshou's count."""
 
-    workload: Workload
+    workload: WorkloadLike
     algorithm: Any
     collector: Any
     trainer_params: dict[str, Any]
@@ -418,7 +429,7 @@ class TianshouSetup:
             self.collector.env.close()
 
 
-def build(workload: Workload, config: dict[str, dict[str, Any]], env_fns: Sequence[Callable[[], Any]],
+def build(workload: WorkloadLike, config: dict[str, dict[str, Any]], env_fns: Sequence[Callable[[], Any]],
           seed: int) -> TianshouSetup:
     """Build networks, algorithm, vector env and collector for ``workload`` as ``config`` says."""
     import numpy as np
@@ -489,7 +500,7 @@ def _linear_epsilon(schedule: dict[str, Any], budget: int) -> Callable[[int], fl
     return epsilon
 
 
-def _activation(workload: Workload) -> Any:
+def _activation(workload: WorkloadLike) -> Any:
     import torch
 
     return getattr(torch.nn, ACTIVATIONS[workload.network.activation])
@@ -504,7 +515,7 @@ def _optim_factory(config: dict[str, dict[str, Any]]) -> Any:
     return factory_class(**optim)
 
 
-def _build_on_policy(workload: Workload, config: dict[str, dict[str, Any]], kwargs: dict[str, Any],
+def _build_on_policy(workload: WorkloadLike, config: dict[str, dict[str, Any]], kwargs: dict[str, Any],
                      observation_space: Any, action_space: Any) -> Any:
     from tianshou.algorithm import A2C, PPO
     from tianshou.algorithm.modelfree.reinforce import DiscreteActorPolicy
@@ -526,7 +537,7 @@ def _build_on_policy(workload: Workload, config: dict[str, dict[str, Any]], kwar
     return algorithm_class(policy=policy, critic=critic, optim=_optim_factory(config), **kwargs)
 
 
-def _build_dqn(workload: Workload, config: dict[str, dict[str, Any]], kwargs: dict[str, Any],
+def _build_dqn(workload: WorkloadLike, config: dict[str, dict[str, Any]], kwargs: dict[str, Any],
                observation_space: Any, action_space: Any) -> Any:
     from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
     from tianshou.utils.net.common import Net
@@ -552,7 +563,7 @@ def _clipped_dqn_class(max_grad_norm: float) -> type:
     return ClippedDQN
 
 
-def _build_sac(workload: Workload, config: dict[str, dict[str, Any]], kwargs: dict[str, Any],
+def _build_sac(workload: WorkloadLike, config: dict[str, dict[str, Any]], kwargs: dict[str, Any],
                observation_space: Any, action_space: Any) -> Any:
     import numpy as np
     from tianshou.algorithm import SAC
@@ -584,13 +595,13 @@ def _build_sac(workload: Workload, config: dict[str, dict[str, Any]], kwargs: di
                critic2_optim=optim, **kwargs)
 
 
-def train_direct(workload: Workload, seed: int = 0) -> float:
+def train_direct(workload: WorkloadLike, seed: int = 0) -> float:
     """Tianshou alone with the adapter's configuration: no harness context, no counting wrapper and
     no evaluation. Returns the seconds spent training (pre-fill included, building excluded); pins
     torch's threads as the harness does. For ``benchmarks/overhead.py``."""
     import torch
 
-    from rlcompare.envs import EnvFactory
+    from rlcompare.adapter import EnvFactory
 
     config, _ = TianshouAdapter().native_config(workload)
     factories = [EnvFactory(workload.env, dict(workload.env_kwargs)) for _ in range(workload.parallelism.total_envs)]

@@ -24,16 +24,25 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rlcompare.adapter import Adapter, Capabilities, Fidelity, FidelityEntry, TrainingResult
-from rlcompare.errors import IncompatibleError
-from rlcompare.fidelity import Setting, entry, map_settings
-from rlcompare.hookspecs import hookimpl
+from rlcompare import hookimpl
+from rlcompare.adapter import (
+    Adapter,
+    Capabilities,
+    Fidelity,
+    FidelityEntry,
+    IncompatibleError,
+    Setting,
+    TrainingResult,
+    WorkloadLike,
+    entry,
+    map_settings,
+)
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from rlcompare.context import TrainingContext
-    from rlcompare.workload import Workload
+    from rlcompare.adapter import TrainingContext
+    from rlcompare.plugins.register import Register
 
 ON_POLICY = ("PPO", "A2C")
 ACTION_SPACES = {"PPO": frozenset({"discrete", "continuous"}), "A2C": frozenset({"discrete", "continuous"}),
@@ -50,11 +59,11 @@ ON_POLICY_OPTIM_EPS = 1e-5
 # -------------------------------------------------------------------------------------------------
 
 
-def _n_envs(workload: Workload) -> int:
+def _n_envs(workload: WorkloadLike) -> int:
     return workload.parallelism.total_envs
 
 
-def _batch_frames(value: int, workload: Workload) -> int:
+def _batch_frames(value: int, workload: WorkloadLike) -> int:
     """Frames per collector batch for an off-policy update period of ``value`` env steps: whole
     steps of every env, and in async mode the share of one worker."""
     par = workload.parallelism
@@ -63,7 +72,7 @@ def _batch_frames(value: int, workload: Workload) -> int:
     return par.total_envs * max(1, value // par.total_envs)
 
 
-def _judge_batch(value: int, workload: Workload) -> tuple[Fidelity, str]:
+def _judge_batch(value: int, workload: WorkloadLike) -> tuple[Fidelity, str]:
     par = workload.parallelism
     note = f"frames_per_batch {_batch_frames(value, workload)}"
     if par.mode == "async":
@@ -76,7 +85,7 @@ def _judge_batch(value: int, workload: Workload) -> tuple[Fidelity, str]:
     return Fidelity.APPROXIMATE, note + f"; rounded to whole vector steps of {par.total_envs} envs"
 
 
-def _judge_minibatch(value: int, workload: Workload) -> tuple[Fidelity, str]:
+def _judge_minibatch(value: int, workload: WorkloadLike) -> tuple[Fidelity, str]:
     rollout = workload.hyperparameters.rollout_steps * _n_envs(workload)  # type: ignore[union-attr]
     note = "TensorDictReplayBuffer over the rollout, SamplerWithoutReplacement"
     if rollout % value == 0:
@@ -84,7 +93,7 @@ def _judge_minibatch(value: int, workload: Workload) -> tuple[Fidelity, str]:
     return Fidelity.APPROXIMATE, note + f"; the rollout of {rollout} is not a multiple of {value}: the last, short minibatch of each epoch is dropped"
 
 
-def _judge_learning_starts(value: int, workload: Workload) -> tuple[Fidelity, str]:
+def _judge_learning_starts(value: int, workload: WorkloadLike) -> tuple[Fidelity, str]:
     batch = _batch_frames(workload.hyperparameters.train_every, workload)  # type: ignore[union-attr]
     note = "uniform random actions (RandomPolicy) for the first init_random_frames, no updates before"
     if value % batch == 0:
@@ -92,7 +101,7 @@ def _judge_learning_starts(value: int, workload: Workload) -> tuple[Fidelity, st
     return Fidelity.APPROXIMATE, note + f"; TorchRL rounds it up to a multiple of frames_per_batch ({batch})"
 
 
-def _judge_target_sync(value: int, workload: Workload) -> tuple[Fidelity, str]:
+def _judge_target_sync(value: int, workload: WorkloadLike) -> tuple[Fidelity, str]:
     batch = _batch_frames(workload.hyperparameters.train_every, workload)  # type: ignore[union-attr]
     note = ("HardUpdate stepped when the env-step count crosses a multiple of the interval, checked after "
             "each collector batch (before its gradient steps), as SB3 syncs between env steps")
@@ -101,13 +110,13 @@ def _judge_target_sync(value: int, workload: Workload) -> tuple[Fidelity, str]:
     return Fidelity.APPROXIMATE, note + f"; batches of {batch} frames"
 
 
-def _a2c_advantages(value: bool, _: Workload) -> tuple[Fidelity, str]:
+def _a2c_advantages(value: bool, _: WorkloadLike) -> tuple[Fidelity, str]:
     if value:
         return Fidelity.UNSUPPORTED, "TorchRL's A2CLoss has no advantage normalization"
     return Fidelity.EXACT, "TorchRL's A2CLoss never normalizes advantages"
 
 
-def _alpha(value: float | str, _: Workload) -> dict[str, Any]:
+def _alpha(value: float | str, _: WorkloadLike) -> dict[str, Any]:
     if value == "auto":
         return {"alpha_init": 1.0, "fixed_alpha": False, "target_entropy": "auto"}
     return {"alpha_init": float(value), "fixed_alpha": True}
@@ -193,7 +202,7 @@ class TorchRLAdapter(Adapter):
             algorithm_action_spaces=dict(ACTION_SPACES),
         )
 
-    def check_compatible(self, workload: Workload, action_space: str | None) -> None:
+    def check_compatible(self, workload: WorkloadLike, action_space: str | None) -> None:
         super().check_compatible(workload, action_space)
         if workload.parallelism.mode == "async" and workload.algorithm in ON_POLICY:
             raise IncompatibleError(
@@ -203,7 +212,7 @@ class TorchRLAdapter(Adapter):
 
     # -- translation -------------------------------------------------------------------------------
 
-    def native_config(self, workload: Workload) -> tuple[dict[str, dict[str, Any]], list[FidelityEntry]]:
+    def native_config(self, workload: WorkloadLike) -> tuple[dict[str, dict[str, Any]], list[FidelityEntry]]:
         """Native settings grouped by component (collector, loss, optim, ...) and the fidelity entries."""
         flat, entries = map_settings(workload, SETTINGS[workload.algorithm])
         config: dict[str, dict[str, Any]] = {"collector": {}, "loss": {}, "optim": {}, "schedule": {}}
@@ -254,12 +263,12 @@ class TorchRLAdapter(Adapter):
         config["collector"]["total_frames"] = batch * math.ceil(workload.env_steps / batch)
         return config, entries
 
-    def fidelity(self, workload: Workload) -> list[FidelityEntry]:
+    def fidelity(self, workload: WorkloadLike) -> list[FidelityEntry]:
         return self.native_config(workload)[1]
 
     # -- training ----------------------------------------------------------------------------------
 
-    def train(self, workload: Workload, context: TrainingContext) -> TrainingResult:
+    def train(self, workload: WorkloadLike, context: TrainingContext) -> TrainingResult:
         config, _ = self.native_config(workload)
         factories = [context.env_factory(slot) for slot in range(workload.parallelism.total_envs)]
         setup = build(workload, config, factories, context.seed)
@@ -279,7 +288,7 @@ class TorchRLAdapter(Adapter):
 
 
 @hookimpl
-def rlcompare_register_adapters(register: Any) -> None:
+def rlcompare_register_adapters(register: Register) -> None:
     register.add_adapter(TorchRLAdapter)
 
 
@@ -319,7 +328,7 @@ def _network_note(algorithm: str) -> str:
     return note
 
 
-def _parallelism(workload: Workload) -> tuple[dict[str, Any], list[FidelityEntry]]:
+def _parallelism(workload: WorkloadLike) -> tuple[dict[str, Any], list[FidelityEntry]]:
     par = workload.parallelism
     per_worker = "GymWrapper" if par.envs_per_worker == 1 else f"SerialEnv({par.envs_per_worker})"
     if par.workers == 1 and par.mode == "sync":
@@ -394,7 +403,7 @@ class WorkerEnvMaker:
 class TorchRLSetup:
     """Everything built for one run; :meth:`run` trains, :attr:`env_steps` is TorchRL's own count."""
 
-    workload: Workload
+    workload: WorkloadLike
     config: dict[str, dict[str, Any]]
     collector: Any
     actor: Any
@@ -512,7 +521,7 @@ def _total(losses: Any) -> Any:
     return sum(value for key, value in losses.items() if key == "loss" or key.startswith("loss_"))
 
 
-def build(workload: Workload, config: dict[str, dict[str, Any]], env_fns: Sequence[Callable[[], Any]],
+def build(workload: WorkloadLike, config: dict[str, dict[str, Any]], env_fns: Sequence[Callable[[], Any]],
           seed: int) -> TorchRLSetup:
     """Build environments, networks, loss, optimizer, replay buffer and collector for ``workload``."""
     import gymnasium
@@ -520,7 +529,7 @@ def build(workload: Workload, config: dict[str, dict[str, Any]], env_fns: Sequen
     import torch
     from torchrl.collectors import Collector, MultiAsyncCollector, MultiSyncCollector
 
-    from rlcompare.envs import make_env
+    from rlcompare.adapter import make_env
 
     torch.manual_seed(seed)
     np.random.seed(seed)
@@ -570,7 +579,7 @@ class _Uncounted:
     env_kwargs: dict[str, Any]
 
     def __call__(self) -> Any:
-        from rlcompare.envs import make_env
+        from rlcompare.adapter import make_env
 
         return make_env(self.env_id, self.env_kwargs)
 
@@ -583,7 +592,7 @@ def _plain(value: Any) -> Any:
     return value if value is None or isinstance(value, (bool, int, float, str)) else repr(value)
 
 
-def _build_modules(workload: Workload, config: dict[str, dict[str, Any]], observation_space: Any,
+def _build_modules(workload: WorkloadLike, config: dict[str, dict[str, Any]], observation_space: Any,
                    action_space: Any, action_spec: Any) -> dict[str, Any]:
     import numpy as np
     import torch
@@ -699,13 +708,13 @@ def _build_modules(workload: Workload, config: dict[str, dict[str, Any]], observ
             "extras": extras}
 
 
-def train_direct(workload: Workload, seed: int = 0) -> float:
+def train_direct(workload: WorkloadLike, seed: int = 0) -> float:
     """TorchRL alone with the adapter's configuration: no harness context, no counting wrapper and no
     evaluation. Returns the seconds spent training (building excluded); pins torch's threads as the
     harness does. For ``benchmarks/overhead.py``."""
     import torch
 
-    from rlcompare.envs import EnvFactory
+    from rlcompare.adapter import EnvFactory
 
     config, _ = TorchRLAdapter().native_config(workload)
     factories = [EnvFactory(workload.env, dict(workload.env_kwargs)) for _ in range(workload.parallelism.total_envs)]

@@ -1,7 +1,7 @@
 """Where an adapter's framework is installed, and which of its modules a training run needs.
 
 An adapter that fits the main environment is measured there; one that runs in an environment of
-its own (numpy<2, an old gymnasium, a pinned torch: :mod:`rlcompare.environments`) is measured in
+its own (numpy<2, an old gymnasium, a pinned torch: :mod:`rlcompare.pyenvs`) is measured in
 that environment, the one its recorded runs used, else the newest one built for it that is not
 stale. Without this, every development criterion that reads installed packages would be missing
 for exactly the frameworks isolation exists for, and a criterion missing for one competing adapter
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlcompare.criteria_api import ScoringData
+from rlcompare.scoring.criteria import ScoringData
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ MAIN = Installation(sys.executable, None, platform.python_version())
 
 def _environment_installation(folder: Path) -> Installation | None:
     """The installation of a complete adapter environment folder, or None when it is not one."""
-    from rlcompare.environments.manager import COMPLETE, read_info
+    from rlcompare.pyenvs.manager import COMPLETE, read_info
 
     if not (folder / COMPLETE).exists():
         return None
@@ -124,7 +124,7 @@ def installation_of(data: ScoringData, adapter_class: Any) -> tuple[Installation
             found = _environment_installation(folder)
             if found is not None:
                 return found, None
-        from rlcompare.environments.manager import isolation_reason, ready_environments
+        from rlcompare.pyenvs.manager import isolation_reason, ready_environments
 
         reason = isolation_reason(adapter_class)
         if reason is None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rlcompare.criteria_api import HIGHER, LOWER, PERFORMANCE, Criterion, CriterionResult, ScoringData
 from rlcompare.hookspecs import hookimpl
+from rlcompare.scoring.criteria import HIGHER, LOWER, PERFORMANCE, Criterion, CriterionResult, ScoringData
 
 if TYPE_CHECKING:
     import pandas as pd

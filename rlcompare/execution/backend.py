@@ -1,26 +1,31 @@
 """The execution-backend seam: where and how planned runs execute, behind one small protocol.
 
-A backend runs each planned run as the same fresh-interpreter worker (``python -m rlcompare.worker``)
+A backend runs each planned run as the same fresh-interpreter worker (``python -m rlcompare.harness.worker``)
 and tells the driver how it ended; the driver (:mod:`rlcompare.execution.driver`) plans, resumes,
 stores and recovers, and is the only writer of the store, whatever the backend. Backends are
 registered through the ``rlcompare_register_backends`` hook, the built-in ``local`` and ``ray``
 exactly as an outside package would register ``slurm`` or ``kubernetes``.
 
 A backend keeps each run's evaluation points and result in the run's directory on the driver's
-machine (:class:`rlcompare.rundir.RunDirectory`) as they arrive, so a crash anywhere keeps them.
+machine (:class:`rlcompare.harness.run_directory.RunDirectory`) as they arrive, so a crash anywhere keeps them.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rlcompare.errors import PluginError
+from rlcompare.harness.protocol import RunResult
+
 if TYPE_CHECKING:
-    from rlcompare.plan import PlannedRun
-    from rlcompare.rundir import RunDirectory
+    from rlcompare.harness.run_directory import RunDirectory
+    from rlcompare.plan.matrix import PlannedRun
 
 #: Torch/BLAS/OpenMP thread variables pinned to the workload's threads_per_worker in every run.
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
@@ -48,7 +53,7 @@ class BackendOptions:
 class Ending:
     """How one run ended, as its backend saw it."""
 
-    result: dict[str, Any] | None
+    result: RunResult | None
     stop_status: str | None = None
     stop_reason: str | None = None
     wall_seconds: float | None = None
@@ -125,8 +130,6 @@ def worker_environment(planned: PlannedRun, base: dict[str, str] | None = None) 
 def enter_environment(env: dict[str, str], python: str) -> None:
     """Make ``env`` that of a process in the adapter environment of ``python``: nothing of the
     driver's import path leaks in, and a framework that starts ``python`` gets the environment's."""
-    from pathlib import Path
-
     for name in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP"):
         env.pop(name, None)
     bin_dir = Path(python).parent
@@ -149,10 +152,6 @@ def cpus_needed(planned: PlannedRun) -> int:
 
 def check_backend_class(backend_class: Any) -> None:
     """Refuse, at registration, a backend class that breaks the contract's declarations."""
-    import re
-
-    from rlcompare.errors import PluginError
-
     label = getattr(backend_class, "__qualname__", repr(backend_class))
     if not isinstance(backend_class, type) or not issubclass(backend_class, Backend):
         raise PluginError(label, "add_backend expects a subclass of rlcompare.execution.backend.Backend")

@@ -1,7 +1,7 @@
 """The driver: runs a plan on a backend and stores every run as soon as it ends.
 
 The driver is backend-agnostic and the only writer of the store. Nothing finished is lost: a run's
-files live in its run directory beside the store (:mod:`rlcompare.rundir`) until the store has
+files live in its run directory beside the store (:mod:`rlcompare.harness.run_directory`) until the store has
 committed them; a run that finished while its driver was gone, or that could not be stored (disk
 full, store locked), is stored by the next ``run`` on the store. SIGINT and SIGTERM stop the matrix
 cleanly: in-flight runs are stopped and stored as ``interrupted`` with the evaluation points they
@@ -18,14 +18,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlcompare.errors import InvalidWorkloadError
 from rlcompare.execution.backend import Backend, Ending, cpus_needed
-from rlcompare.plan import Plan, PlannedRun, RefusedPair, WorkerEnvironment, run_id_for
-from rlcompare.plugins import Origin
-from rlcompare.records import RunRecord
-from rlcompare.rundir import RunDirectory, orphaned, remove_root_if_empty
-from rlcompare.store import Store, StoreWriteError
-from rlcompare.validity import BudgetTolerance, judge_run
-from rlcompare.workload import Workload, workload_from_dict
+from rlcompare.harness.calibration import CALIBRATED_ENV_ID, ideal_throughput
+from rlcompare.harness.protocol import CurvePoint, Origin, RunResult, RunSpec
+from rlcompare.harness.run_directory import RunDirectory, orphaned, remove_root_if_empty
+from rlcompare.harness.validity import judge_run
+from rlcompare.plan.matrix import Plan, PlannedRun, RefusedPair, run_id_for
+from rlcompare.spec.builtin_families import builtin_families
+from rlcompare.spec.families import Families
+from rlcompare.spec.workload import Workload, workload_from_dict
+from rlcompare.store.records import RunRecord
+from rlcompare.store.sqlite_store import Store, StoreWriteError
 
 #: Longest wait between two looks at the runs in flight.
 POLL_SECONDS = 0.1
@@ -67,28 +71,17 @@ class _InFlight:
     handle: Any
 
 
-def run_spec(planned: PlannedRun, directory: RunDirectory, launched_at: float) -> dict[str, Any]:
+def run_spec(planned: PlannedRun, directory: RunDirectory, launched_at: float) -> RunSpec:
     """What the worker receives (plain data: the resolved workload, the adapter class as
     ``module:qualname``, its fidelity report, the distributions to record), plus what a driver needs
     to store the run later. The worker builds no plugin manager and validates nothing."""
-    environment = planned.environment
-    return {
-        "run_id": planned.run_id,
-        "adapter": planned.adapter_id,
-        "adapter_class": planned.adapter_class,
-        "framework": planned.framework,
-        "seed": planned.seed,
-        "workload": planned.workload.to_dict(),
-        "workload_derived": planned.workload.derived(),
-        "fidelity": list(planned.fidelity),
-        "distributions": list(planned.distributions),
-        "run_dir": str(directory.path),
-        "launched_at": launched_at,
-        "tolerance": planned.budget_tolerance.to_dict(),
-        "origin": {"plugin": planned.origin.plugin, "distribution": planned.origin.distribution,
-                   "version": planned.origin.version},
-        "environment": None if environment is None else environment.to_dict(),
-    }
+    return RunSpec(
+        run_id=planned.run_id, adapter=planned.adapter_id, adapter_class=planned.adapter_class,
+        framework=planned.framework, seed=planned.seed, workload=planned.workload.to_dict(),
+        workload_derived=planned.workload.derived(), run_dir=str(directory.path), launched_at=launched_at,
+        fidelity=tuple(planned.fidelity), distributions=tuple(planned.distributions),
+        tolerance=planned.budget_tolerance, origin=planned.origin, environment=planned.environment,
+    )
 
 
 class Driver:
@@ -100,11 +93,14 @@ class Driver:
         backend: Backend,
         on_finish: Callable[[RunOutcome], None] | None = None,
         on_start: Callable[[PlannedRun], None] | None = None,
+        families: Families | None = None,
     ) -> None:
         self.store = store
         self.backend = backend
         self.on_finish = on_finish
         self.on_start = on_start
+        #: The families the workloads of runs left behind by another driver may name.
+        self.families = builtin_families() if families is None else families
         self._stop_signal: int | None = None
 
     def run(self, plan: Plan, resume: bool = False) -> RunSummary:
@@ -194,7 +190,7 @@ class Driver:
             self.on_finish(outcome)
         return outcome
 
-    def _store(self, record: RunRecord, curve: Sequence[dict[str, Any]], directory: RunDirectory | None,
+    def _store(self, record: RunRecord, curve: Sequence[CurvePoint], directory: RunDirectory | None,
                summary: RunSummary) -> bool:
         """Commit the run; on failure keep its directory (the next run on the store commits it)."""
         try:
@@ -214,50 +210,53 @@ class Driver:
             directory = found.claim()
             if directory is None:
                 continue  # another driver took it over first
-            spec = directory.read_spec() or {}
+            spec = directory.read_spec()
+            if spec is None:
+                continue  # a spec this version cannot read is left for the user
             try:
-                planned = planned_from_spec(spec)
-            except Exception:  # noqa: BLE001 - a spec this version cannot read is left for the user
+                planned = planned_from_spec(spec, self.families)
+            except InvalidWorkloadError:
                 continue
             result = directory.read_result()
             ending = Ending(result=result, output_tail=directory.output_tail())
-            if not result:
+            if result is None:
                 ending.stop_status, ending.stop_reason = "interrupted", "its driver stopped before the run ended"
             else:
-                ending.wall_seconds = float(result.get("worker_seconds") or 0.0) or None
+                ending.wall_seconds = result.worker_seconds or None
             curve = directory.read_progress()
-            record = build_record(planned, ending, curve, float(spec.get("launched_at") or time.time()))
+            record = build_record(planned, ending, curve, spec.launched_at)
             if self._store(record, curve, directory, summary):
                 summary.recovered.append(RunOutcome(record.run_id, record.status, record))
 
 
-def planned_from_spec(spec: dict[str, Any]) -> PlannedRun:
-    """The planned run a run directory's spec describes (to store a run its driver left behind)."""
-    workload = workload_from_dict(spec["workload"], f"run {spec['run_id']}")
-    tolerance = BudgetTolerance(**spec["tolerance"]) if spec.get("tolerance") else None
-    origin = Origin(**spec["origin"]) if spec.get("origin") else Origin("?")
-    environment = WorkerEnvironment(**spec["environment"]) if spec.get("environment") else None
-    return PlannedRun(workload, str(spec["adapter"]), str(spec.get("framework", "?")), int(spec["seed"]),
-                      tolerance, origin, str(spec.get("adapter_class") or ""),
-                      tuple(spec.get("fidelity") or ()), tuple(spec.get("distributions") or ()), environment)
+def planned_from_spec(spec: RunSpec, families: Families | None = None) -> PlannedRun:
+    """The planned run a run directory's spec describes (to store a run its driver left behind);
+    its workload may name any of ``families`` (default: the built-in ones)."""
+    workload = workload_from_dict(spec.workload, f"run {spec.run_id}", families)
+    return PlannedRun(workload, spec.adapter, spec.framework, spec.seed, spec.tolerance, spec.origin,
+                      spec.adapter_class, spec.fidelity, spec.distributions, spec.environment)
 
 
-def build_record(planned: PlannedRun, ending: Ending, curve: Sequence[dict[str, Any]], launched_at: float) -> RunRecord:
+#: What a run that ended before its worker wrote a result is stored with.
+_NO_RESULT = RunResult(run_id="?", status="failed")
+
+
+def build_record(planned: PlannedRun, ending: Ending, curve: Sequence[CurvePoint], launched_at: float) -> RunRecord:
     """The stored record of a run: its result, curve and measurements, judged for validity."""
     workload = planned.workload
     tolerance = planned.budget_tolerance
-    result = ending.result or {}
-    status = ending.stop_status or result.get("status", "failed")
-    error = ending.stop_reason or result.get("error")
-    training = result.get("training_seconds") or 0.0
-    steps = result.get("env_steps")
-    framework_steps = result.get("framework_env_steps")
+    result = ending.result or _NO_RESULT
+    status = ending.stop_status or result.status
+    error = ending.stop_reason or result.error
+    training = result.training_seconds or 0.0
+    steps = result.env_steps
+    framework_steps = result.framework_env_steps
     verdict = None
     if status == "ok":
         verdict = judge_run(
             env_steps=steps, framework_env_steps=framework_steps, budget=workload.env_steps, tolerance=tolerance,
-            evaluation_returns=[point.get("return_mean") for point in curve],
-            final_return=result.get("final_return_mean"),
+            evaluation_returns=[point.return_mean for point in curve],
+            final_return=result.final_return_mean,
         )
         if not verdict.valid:
             status, error = "invalid", "; ".join(verdict.reasons)
@@ -269,16 +268,16 @@ def build_record(planned: PlannedRun, ending: Ending, curve: Sequence[dict[str, 
         started_at=launched_at,
         finished_at=launched_at + (wall or 0.0),
         wall_seconds=wall,
-        startup_seconds=result.get("startup_seconds"),
-        training_seconds=result.get("training_seconds"),
-        evaluation_seconds=result.get("evaluation_seconds"),
+        startup_seconds=result.startup_seconds,
+        training_seconds=result.training_seconds,
+        evaluation_seconds=result.evaluation_seconds,
         env_steps=steps,
         framework_env_steps=framework_steps,
         step_count_gap=abs(steps - framework_steps) if steps is not None and framework_steps is not None else None,
         step_count_tolerance=tolerance.count_gap_steps,
         budget_granularity=tolerance.granularity,
         budget_overshoot_steps=tolerance.overshoot_steps,
-        episodes=result.get("episodes"),
+        episodes=result.episodes,
         evaluations=len(curve),
         throughput=(steps / training) if steps and training > 0 else None,
         ideal_throughput=workload_ideal_throughput(workload),
@@ -286,27 +285,25 @@ def build_record(planned: PlannedRun, ending: Ending, curve: Sequence[dict[str, 
         peak_rss_bytes=ending.peak_rss_bytes,
         cpus_needed=cpus_needed(planned),
         cpus_given=ending.cpus_given,
-        final_return_mean=result.get("final_return_mean") if status == "ok" else None,
-        final_return_std=result.get("final_return_std") if status == "ok" else None,
+        final_return_mean=result.final_return_mean if status == "ok" else None,
+        final_return_std=result.final_return_std if status == "ok" else None,
         success_threshold=workload.success_threshold,
         budget_env_steps=workload.env_steps,
-        torch_threads=result.get("torch_threads"),
-        host_fingerprint=(result.get("host") or {}).get("fingerprint"),
-        versions_json=result.get("versions"),
-        host_json=result.get("host"),
-        fidelity_json=result.get("fidelity"),
-        native_config_json=result.get("native_config"),
+        torch_threads=result.torch_threads,
+        host_fingerprint=result.host.get("fingerprint"),
+        versions_json=result.versions if ending.result is not None else None,
+        host_json=result.host if ending.result is not None else None,
+        fidelity_json=None if result.fidelity is None else list(result.fidelity),
+        native_config_json=result.native_config,
         validity_json=None if verdict is None else verdict.to_dict(),
         environment_key=None if planned.environment is None else planned.environment.key,
         environment_json=None if planned.environment is None else planned.environment.to_dict(),
-        traceback=result.get("traceback") or (ending.output_tail if status not in ("ok", "invalid") else None),
+        traceback=result.traceback or (ending.output_tail if status not in ("ok", "invalid") else None),
     )
 
 
 def workload_ideal_throughput(workload: Workload) -> float | None:
     """Known ideal env steps/s on a calibrated environment (None elsewhere)."""
-    from rlcompare.envs import CALIBRATED_ENV_ID, ideal_throughput
-
     if workload.env != CALIBRATED_ENV_ID:
         return None
     step_cost_ms = float(workload.env_kwargs.get("step_cost_ms", 1.0))

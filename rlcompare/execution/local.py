@@ -13,17 +13,13 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
-from rlcompare.driver_watch import DRIVER_FD_ENV
 from rlcompare.execution.backend import Backend, Ending, worker_environment, worker_python
-from rlcompare.hookspecs import hookimpl
-from rlcompare.process_tree import TreeMonitor, kill_tree
-
-if TYPE_CHECKING:
-    from rlcompare.plan import PlannedRun
-    from rlcompare.plugins import Register
-    from rlcompare.rundir import RunDirectory
+from rlcompare.execution.process_tree import TreeMonitor, kill_tree
+from rlcompare.harness.driver_watch import DRIVER_FD_ENV
+from rlcompare.harness.run_directory import RunDirectory
+from rlcompare.plan.matrix import PlannedRun
 
 
 def usable_cpus() -> int:
@@ -54,7 +50,7 @@ class LocalBackend(Backend):
     #: Seconds between two samples of the process trees.
     sample_interval = 0.1
     #: The module each run's interpreter runs (``python -m MODULE SPEC.json``).
-    worker_module = "rlcompare.worker"
+    worker_module = "rlcompare.harness.worker"
 
     def __init__(self, *args: Any, python: str = sys.executable, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -130,8 +126,3 @@ class LocalBackend(Backend):
         return Ending(result=result, stop_status=status, stop_reason=reason, wall_seconds=wall,
                       cpu_seconds=handle.monitor.cpu_seconds, peak_rss_bytes=handle.monitor.peak_rss_bytes,
                       cpus_given=self.cpus_given(), output_tail=handle.directory.output_tail())
-
-
-@hookimpl
-def rlcompare_register_backends(register: Register) -> None:
-    register.add_backend(LocalBackend)

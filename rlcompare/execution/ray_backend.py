@@ -16,17 +16,15 @@ import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rlcompare.errors import UsageError
 from rlcompare.execution.backend import Backend, Ending, cpus_needed
-from rlcompare.hookspecs import hookimpl
-from rlcompare.rundir import write_json_atomically
-
-if TYPE_CHECKING:
-    from rlcompare.plan import PlannedRun
-    from rlcompare.plugins import Register
-    from rlcompare.rundir import RunDirectory
+from rlcompare.execution.local import usable_cpus
+from rlcompare.execution.ray_task import execute_run
+from rlcompare.harness.protocol import RunResult
+from rlcompare.harness.run_directory import RunDirectory
+from rlcompare.plan.matrix import PlannedRun
 
 #: Ray resolves 127.0.0.1 to the host's address and binds its servers there unless told not to;
 #: read when ray is imported.
@@ -53,9 +51,7 @@ class RayBackend(Backend):
 
     def __init__(self, *args: Any, execute: Execute | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if execute is None:
-            from rlcompare.execution.ray_task import execute_run as execute
-        self.execute = execute
+        self.execute = execute_run if execute is None else execute
         self._started_here = False
         self._remote: Any = None
         self._cpus = 1
@@ -79,8 +75,6 @@ class RayBackend(Backend):
         os.environ.setdefault("RAY_DEDUP_LOGS", "0")
         try:
             if address is None:
-                from rlcompare.execution.local import usable_cpus
-
                 os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a private cluster on loopback
                 ray.init(address="local", num_cpus=usable_cpus(), include_dashboard=False,
                          _node_ip_address="127.0.0.1", log_to_driver=False, configure_logging=False)
@@ -113,10 +107,12 @@ class RayBackend(Backend):
         return max(1, min(cpus_needed(planned), self._largest_node))
 
     def submit(self, planned: PlannedRun, directory: RunDirectory) -> RayRun:
-        spec = directory.read_spec() or {}
+        spec = directory.read_spec()
+        if spec is None:
+            raise RuntimeError(f"{directory.spec}: the run's spec cannot be read")
         cpus = self.cpus_for(planned)
         limits = {"timeout_seconds": self.limits.timeout_seconds, "max_memory_bytes": self.limits.max_memory_bytes}
-        stream = self._remote.options(num_cpus=cpus, name=planned.run_id).remote(spec, limits, cpus)
+        stream = self._remote.options(num_cpus=cpus, name=planned.run_id).remote(spec.to_dict(), limits, cpus)
         return RayRun(planned, directory, stream)
 
     def wait(self, handles: Sequence[Any], timeout: float) -> Sequence[Any]:
@@ -192,11 +188,12 @@ class RayBackend(Backend):
         if kind == "stats":
             handle.stats.update(peak_rss_bytes=item.get("peak_rss_bytes"), cpu_seconds=item.get("cpu_seconds"))
             return None
-        result = item.get("result")
-        if result:
-            write_json_atomically(handle.directory.result, result, sync=False)
+        data = item.get("result")
+        result = None if data is None else RunResult.from_dict(data)
+        if result is not None:
+            handle.directory.write_result(result, sync=False)
         stop_status, stop_reason = item.get("stop_status"), item.get("stop_reason")
-        if stop_status is None and not result:
+        if stop_status is None and result is None:
             stop_status = "failed"
             stop_reason = f"worker exited with status {item.get('returncode')} and no result on node {item.get('node')}"
         return Ending(result=result, stop_status=stop_status, stop_reason=stop_reason,
@@ -234,8 +231,3 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
     except OSError as exc:
         raise UsageError(f"--address: no Ray cluster answers at {address} ({exc.strerror or exc}); start one "
                          "with `ray start --head` or leave --address out to run on a local one") from None
-
-
-@hookimpl
-def rlcompare_register_backends(register: Register) -> None:
-    register.add_backend(RayBackend)

@@ -10,7 +10,7 @@ worker notices its closed driver pipe and stops its whole tree.
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -21,10 +21,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rlcompare.driver_watch import DRIVER_FD_ENV
 from rlcompare.execution.backend import RUN_ID_ENV, THREAD_ENV_VARS, enter_environment
-from rlcompare.process_tree import TreeMonitor, kill_tree
-from rlcompare.rundir import RunDirectory, write_json_atomically
+from rlcompare.execution.process_tree import TreeMonitor, kill_tree
+from rlcompare.harness.driver_watch import DRIVER_FD_ENV
+from rlcompare.harness.protocol import CurvePoint, RunResult, RunSpec
+from rlcompare.harness.run_directory import RunDirectory
 
 #: Seconds between two looks at the worker (its progress file, its tree).
 SAMPLE_SECONDS = 0.2
@@ -32,18 +33,18 @@ SAMPLE_SECONDS = 0.2
 STATS_SECONDS = 2.0
 
 
-def _environment(spec: dict[str, Any], watched: int) -> dict[str, str]:
+def _environment(spec: RunSpec, watched: int) -> dict[str, str]:
     env = dict(os.environ)
-    threads = str(spec["workload"].get("parallelism", {}).get("threads_per_worker", 1))
+    threads = str(spec.workload.get("parallelism", {}).get("threads_per_worker", 1))
     for name in THREAD_ENV_VARS:
         env[name] = threads
     env["PYTHONUNBUFFERED"] = "1"
-    env[RUN_ID_ENV] = spec["run_id"]
+    env[RUN_ID_ENV] = spec.run_id
     env[DRIVER_FD_ENV] = str(watched)
     for name in ("RAY_ADDRESS", "RAY_JOB_ID", "RAY_RAYLET_PID"):  # a framework's own Ray starts fresh
         env.pop(name, None)
-    if spec.get("environment"):
-        enter_environment(env, spec["environment"]["python"])
+    if spec.environment is not None:
+        enter_environment(env, spec.environment.python)
     return env
 
 
@@ -54,7 +55,7 @@ _LAUNCHER = """
 import os, subprocess, sys
 fd = int(sys.argv[1])
 with open(sys.argv[3], "wb") as log:
-    worker = subprocess.Popen([sys.argv[4], "-m", "rlcompare.worker", sys.argv[2]], stdin=subprocess.DEVNULL,
+    worker = subprocess.Popen([sys.argv[4], "-m", "rlcompare.harness.worker", sys.argv[2]], stdin=subprocess.DEVNULL,
                               stdout=log, stderr=subprocess.STDOUT, pass_fds=(fd,), start_new_session=True)
 print(worker.pid, flush=True)
 os._exit(0)
@@ -70,17 +71,18 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def execute_run(spec: dict[str, Any], limits: dict[str, Any], cpus_given: int) -> Iterator[dict[str, Any]]:
-    """Run one planned run's worker on this node and stream what it measures."""
+def execute_run(spec_data: dict[str, Any], limits: dict[str, Any], cpus_given: int) -> Iterator[dict[str, Any]]:
+    """Run one planned run's worker on this node and stream what it measures (plain JSON items:
+    ``point`` with a curve point, ``stats``, and one ``end`` with the worker's result)."""
+    spec = RunSpec.from_dict(spec_data)
     scratch = Path(tempfile.mkdtemp(prefix="rlcompare-ray-"))
     directory = RunDirectory(scratch)
-    local = {**spec, "run_dir": str(scratch)}
-    write_json_atomically(directory.spec, local)
+    directory.write_spec(dataclasses.replace(spec, run_dir=str(scratch)))
     watched, held = os.pipe()
     started = time.monotonic()
     # an adapter environment's interpreter is a path on the driver's machine: a node that does not
     # have it (another machine) fails the run with that path in its reason
-    python = (spec.get("environment") or {}).get("python") or sys.executable
+    python = spec.environment.python if spec.environment is not None else sys.executable
     try:
         launcher = subprocess.run(
             [sys.executable, "-c", _LAUNCHER, str(watched), str(directory.spec), str(directory.log), python],
@@ -98,7 +100,7 @@ def execute_run(spec: dict[str, Any], limits: dict[str, Any], cpus_given: int) -
                "node": os.uname().nodename}
         return
     pid = int(launcher.stdout.strip())
-    monitor = TreeMonitor(pid, spec["run_id"])
+    monitor = TreeMonitor(pid, spec.run_id)
     sent = 0
     last_stats = started
     stop_status = stop_reason = None
@@ -107,7 +109,7 @@ def execute_run(spec: dict[str, Any], limits: dict[str, Any], cpus_given: int) -
             monitor.sample()
             points = directory.read_progress()
             for point in points[sent:]:
-                yield {"kind": "point", "point": point}
+                yield {"kind": "point", "point": point.to_dict()}
             sent = len(points)
             if not _alive(pid):
                 break
@@ -131,10 +133,10 @@ def execute_run(spec: dict[str, Any], limits: dict[str, Any], cpus_given: int) -
         kill_tree(monitor)
         points = directory.read_progress()
         for point in points[sent:]:
-            yield {"kind": "point", "point": point}
+            yield {"kind": "point", "point": point.to_dict()}
         result = directory.read_result()
         yield {
-            "kind": "end", "result": result, "stop_status": stop_status, "stop_reason": stop_reason,
+            "kind": "end", "result": None if result is None else result.to_dict(), "stop_status": stop_status, "stop_reason": stop_reason,
             "wall_seconds": wall, "cpu_seconds": monitor.cpu_seconds, "peak_rss_bytes": monitor.peak_rss_bytes,
             "cpus_given": cpus_given, "returncode": None if result else "unknown", "output_tail": directory.output_tail(),
             "node": os.uname().nodename,
@@ -145,17 +147,18 @@ def execute_run(spec: dict[str, Any], limits: dict[str, Any], cpus_given: int) -
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def execute_noop(spec: dict[str, Any], limits: dict[str, Any], cpus_given: int) -> Iterator[dict[str, Any]]:
+def execute_noop(spec_data: dict[str, Any], limits: dict[str, Any], cpus_given: int) -> Iterator[dict[str, Any]]:
     """A run that trains nothing and reports at once (for measuring the driver and the scheduler:
     benchmarks/driver_scale.py). Its result is what a real worker writes for a run that kept every
     rule, so the driver treats it exactly like one."""
-    budget = int(spec["workload"]["env_steps"])
-    point = {"env_steps": budget, "framework_env_steps": budget, "train_seconds": 0.001, "return_mean": 0.0,
-             "return_std": 0.0, "returns": [0.0], "episode_length_mean": 1.0}
-    yield {"kind": "point", "point": point}
-    result = {"run_id": spec["run_id"], "status": "ok", "env_steps": budget, "framework_env_steps": budget,
-              "episodes": 1, "startup_seconds": 0.0, "training_seconds": 0.001, "evaluation_seconds": 0.0,
-              "final_return_mean": 0.0, "final_return_std": 0.0, "worker_seconds": 0.001}
-    yield {"kind": "end", "result": json.loads(json.dumps(result)), "stop_status": None, "stop_reason": None,
+    spec = RunSpec.from_dict(spec_data)
+    budget = int(spec.workload["env_steps"])
+    point = CurvePoint(env_steps=budget, framework_env_steps=budget, train_seconds=0.001, return_mean=0.0,
+                       return_std=0.0, returns=(0.0,), episode_length_mean=1.0)
+    yield {"kind": "point", "point": point.to_dict()}
+    result = RunResult(run_id=spec.run_id, status="ok", env_steps=budget, framework_env_steps=budget, episodes=1,
+                       startup_seconds=0.0, training_seconds=0.001, evaluation_seconds=0.0, final_return_mean=0.0,
+                       final_return_std=0.0, worker_seconds=0.001)
+    yield {"kind": "end", "result": result.to_dict(), "stop_status": None, "stop_reason": None,
            "wall_seconds": 0.001, "cpu_seconds": 0.0, "peak_rss_bytes": 0, "cpus_given": cpus_given,
            "returncode": 0, "output_tail": "", "node": os.uname().nodename}

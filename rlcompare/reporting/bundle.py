@@ -32,14 +32,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import rlcompare
 from rlcompare.errors import UsageError
 from rlcompare.reporting.canonical import canonical, digest
-from rlcompare.reporting.inputs import BundleError, ScoringInputs
+from rlcompare.reporting.citation import Citation
+from rlcompare.reporting.inputs import BundleError, ScoringInputs, score_inputs
+from rlcompare.scoring.criteria import ScoringCatalogue
 
 if TYPE_CHECKING:
-    from rlcompare.plugins import Plugins
-    from rlcompare.reporting.citation import Citation
-    from rlcompare.scoring import ScoreMatrix
+    from rlcompare.scoring.engine import ScoreMatrix
 
 BUNDLE_FORMAT = "rlcompare-bundle"
 BUNDLE_VERSION = 1
@@ -174,10 +175,8 @@ class Verification:
         return lines
 
 
-def verify_bundle(path: str | Path, plugins: Plugins) -> Verification:
+def verify_bundle(path: str | Path, catalogue: ScoringCatalogue) -> Verification:
     """Recompute the digest and the matrix of the bundle at ``path`` and compare both."""
-    from rlcompare.reporting.inputs import score_inputs
-
     bundle = read_bundle(path)
     recomputed = digest(canonical(bundle.raw_inputs))
     result = Verification(str(path), bundle.digest, recomputed)
@@ -188,13 +187,12 @@ def verify_bundle(path: str | Path, plugins: Plugins) -> Verification:
         result.changed_runs = sorted(
             [run for run, value in now.items() if bundle.run_digests.get(run) != value]
             + [run for run in bundle.run_digests if run not in now])
-    import rlcompare
 
     if bundle.inputs.rlcompare_version != rlcompare.__version__:
         result.notes.append(f"note: computed by rlcompare {bundle.inputs.rlcompare_version}, verified with "
                                f"{rlcompare.__version__}")
     try:
-        matrix = score_inputs(bundle.inputs, plugins)
+        matrix = score_inputs(bundle.inputs, catalogue)
     except BundleError as error:
         result.problems.append(f"scores cannot be recomputed: {error}")
         return result

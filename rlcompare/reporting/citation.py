@@ -18,7 +18,7 @@ from rlcompare.reporting.escape import latex
 
 if TYPE_CHECKING:
     from rlcompare.reporting.inputs import ScoringInputs
-    from rlcompare.scoring import ScoreMatrix
+    from rlcompare.scoring.engine import ScoreMatrix
 
 CITATION_FORMATS = ("bibtex", "cff", "text")
 DEFAULT_AUTHOR = "rlcompare"

@@ -24,18 +24,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rlcompare import records
+import rlcompare
 from rlcompare.errors import RLCompareError
 from rlcompare.reporting.canonical import canonical, digest
+from rlcompare.scoring.criteria import Criterion, CriterionResult, ScoringCatalogue, ScoringData
+from rlcompare.scoring.measurement_cache import MeasurementCache
+from rlcompare.scoring.profiles import WeightProfile
+from rlcompare.store import records
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # numpy and pandas: loaded when a matrix is scored, not when a bundle is read
     import pandas as pd
 
-    from rlcompare.criteria_api import CriterionResult, MeasurementCache
-    from rlcompare.plugins import Plugins
-    from rlcompare.scoring import ScoreMatrix, ScoringOptions
-    from rlcompare.scoring.profiles import WeightProfile
-    from rlcompare.store import Store
+    from rlcompare.scoring.engine import ScoreMatrix, ScoringOptions
+    from rlcompare.store.sqlite_store import Store
 
 #: Version of the inputs document (bumped when its shape changes).
 INPUTS_VERSION = 1
@@ -70,8 +71,6 @@ class RecordedResult:
 
     @classmethod
     def from_result(cls, result: Any) -> RecordedResult:
-        from rlcompare.criteria_api import CriterionResult
-
         if not isinstance(result, CriterionResult):
             return cls(error=["TypeError", f"compute returned {type(result).__name__}, not CriterionResult"])
         values = [[str(a), str(w), int(s), float(v)] for a, w, s, v in result.values.itertuples(index=False)]
@@ -99,8 +98,6 @@ class RecordedResult:
 
     def replay(self) -> CriterionResult:
         """The result again, or the same failure raised again."""
-        from rlcompare.criteria_api import CriterionResult
-
         if self.error is not None:
             name, message = self.error
             raise type(name, (Exception,), {})(message)
@@ -108,42 +105,34 @@ class RecordedResult:
                                      {(a, w): t for a, w, t in self.labels}, {(a, w): t for a, w, t in self.notes})
 
 
-class _Recording:
-    """A criterion whose results are kept in ``sink`` as they are computed; otherwise the criterion."""
+def recording(criterion: Criterion, sink: dict[str, RecordedResult]) -> Criterion:
+    """``criterion``, whose results (or failure) are kept in ``sink`` as they are computed."""
 
-    def __init__(self, criterion: Any, sink: dict[str, RecordedResult]) -> None:
-        self._criterion = criterion
-        self._sink = sink
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._criterion, name)
-
-    def compute(self, data: Any) -> Any:
+    def compute(data: ScoringData) -> CriterionResult:
         try:
-            result = self._criterion.compute(data)
+            result = criterion.compute(data)
         except Exception as exc:
-            self._sink[self._criterion.id] = RecordedResult.from_exception(exc)
+            sink[criterion.id] = RecordedResult.from_exception(exc)
             raise
-        self._sink[self._criterion.id] = RecordedResult.from_result(result)
+        sink[criterion.id] = RecordedResult.from_result(result)
         return result
 
+    return dataclasses.replace(criterion, compute=compute)
 
-class _Replayed:
-    """A recorded criterion: its declaration as recorded, its result replayed."""
 
-    def __init__(self, declaration: Mapping[str, Any], recorded: RecordedResult) -> None:
-        self._declaration = dict(declaration)
-        self._recorded = recorded
-        for name in ("id", "title", "category", "unit", "direction", "method", "normalization", "per_workload",
-                     "half_life"):
-            if name in declaration and declaration[name] is not None:
-                setattr(self, name, declaration[name])
+#: The declaration fields a recorded criterion is rebuilt from.
+DECLARATION_FIELDS = ("title", "category", "unit", "direction", "method", "normalization", "per_workload",
+                      "half_life")
 
-    def describe(self) -> dict[str, Any]:
-        return dict(self._declaration.get("description") or {})
 
-    def compute(self, data: Any) -> CriterionResult:
-        return self._recorded.replay()
+def replayed(declaration: Mapping[str, Any], recorded: RecordedResult) -> Criterion:
+    """A recorded criterion: its declaration as recorded, its result replayed. A declaration that is
+    not a valid criterion's is a :class:`BundleError` naming it."""
+    fields = {name: declaration[name] for name in DECLARATION_FIELDS if declaration.get(name) is not None}
+    try:
+        return Criterion(id=declaration["id"], compute=lambda _data: recorded.replay(), **fields)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BundleError(f"recorded criterion {declaration.get('id')!r}: {exc}") from None
 
 
 # -- the inputs ----------------------------------------------------------------------------------------
@@ -195,7 +184,7 @@ class ScoringInputs:
     # -- back to frames -------------------------------------------------------------------------
 
     def runs_frame(self) -> pd.DataFrame:
-        """The runs as :meth:`rlcompare.store.Store.runs_frame` returns them."""
+        """The runs as :meth:`rlcompare.store.sqlite_store.Store.runs_frame` returns them."""
         import pandas as pd
 
         types = records.column_types()
@@ -212,7 +201,7 @@ class ScoringInputs:
         return frame.sort_values(["workload_id", "adapter", "seed"], kind="stable").reset_index(drop=True)
 
     def curves_frame(self, runs: pd.DataFrame | None = None) -> pd.DataFrame:
-        """The curves as :meth:`rlcompare.store.Store.curves_frame` returns them."""
+        """The curves as :meth:`rlcompare.store.sqlite_store.Store.curves_frame` returns them."""
         import pandas as pd
 
         runs = self.runs_frame() if runs is None else runs
@@ -230,7 +219,7 @@ class ScoringInputs:
         return WeightProfile(**data)
 
     def options_object(self) -> ScoringOptions:
-        from rlcompare.scoring import ScoringOptions
+        from rlcompare.scoring.engine import ScoringOptions
 
         defaults = ScoringOptions()
         return ScoringOptions(**{name: type(getattr(defaults, name))(value) for name, value in self.options.items()})
@@ -268,12 +257,10 @@ def _load_json(value: Any) -> Any:
 
 
 def inputs_from_frames(
-    runs: pd.DataFrame, curves: pd.DataFrame, criteria: Mapping[str, Any], plugins: Plugins,
+    runs: pd.DataFrame, curves: pd.DataFrame, criteria: Mapping[str, Criterion], catalogue: ScoringCatalogue,
     measurements: Mapping[str, RecordedResult], profile: WeightProfile, options: ScoringOptions,
 ) -> ScoringInputs:
     """The inputs of a matrix computed from these frames (see :func:`score_store_recorded`)."""
-    import rlcompare
-
     json_columns = set(records.json_columns())
     run_rows: list[dict[str, Any]] = []
     workloads: dict[str, Any] = {}
@@ -302,13 +289,10 @@ def inputs_from_frames(
     curve_rows.sort(key=lambda row: (str(row["run_id"]), row["env_steps"]))
     declared = []
     for cid, criterion in criteria.items():
-        origin = plugins.origin("criterion", cid)
-        describe = getattr(criterion, "describe", None)
-        description = describe() if callable(describe) else None
+        origin = catalogue.criterion_origin(cid)
         declared.append({
-            "id": cid, **{name: getattr(criterion, name, None) for name in (
-                "title", "category", "unit", "direction", "method", "normalization", "per_workload", "half_life")},
-            "description": description, "recorded": cid in measurements,
+            "id": cid, **{name: getattr(criterion, name) for name in DECLARATION_FIELDS},
+            "description": criterion.describe(), "recorded": cid in measurements,
             "plugin": origin.plugin, "distribution": origin.distribution, "version": origin.version,
         })
     option_values = {name: getattr(options, name) for name in options.__dataclass_fields__}
@@ -317,13 +301,6 @@ def inputs_from_frames(
 
 
 # -- scoring -------------------------------------------------------------------------------------------
-
-
-def _with_criteria(plugins: Plugins, criteria: dict[str, Any]) -> Plugins:
-    from rlcompare.plugins import Plugins
-
-    return Plugins(manager=plugins.manager, register=dataclasses.replace(plugins.register, criteria=criteria),
-                   errors=plugins.errors)
 
 
 @dataclass
@@ -337,41 +314,40 @@ class ScoredStore:
 
 
 def score_store_recorded(
-    store: Store, plugins: Plugins, profile: WeightProfile, options: ScoringOptions | None = None,
+    store: Store, catalogue: ScoringCatalogue, profile: WeightProfile, options: ScoringOptions | None = None,
     cache: MeasurementCache | None = None,
 ) -> ScoredStore:
     """``score_store`` of ``store`` (the numbers ``rlcompare score`` prints), and its inputs: the
     development criteria are recorded as they compute."""
-    from rlcompare.scoring import ScoringOptions, score_store
+    from rlcompare.scoring.engine import ScoringOptions, score_store
 
     options = options or ScoringOptions()
     sink: dict[str, RecordedResult] = {}
-    wrapped = {cid: _Recording(c, sink) if getattr(c, "category", None) == RECORDED_CATEGORY else c
-               for cid, c in plugins.criteria.items()}
-    matrix = score_store(store, _with_criteria(plugins, wrapped), profile, options, cache=cache)
-    matrix.criteria = {cid: plugins.criteria[cid] for cid in matrix.criteria}
+    wrapped = {cid: recording(c, sink) if c.category == RECORDED_CATEGORY else c
+               for cid, c in catalogue.criteria.items()}
+    matrix = score_store(store, catalogue.with_criteria(wrapped), profile, options, cache=cache)
+    matrix.criteria = {cid: catalogue.criteria[cid] for cid in matrix.criteria}
     runs, curves = store.runs_frame(), store.curves_frame()
-    inputs = inputs_from_frames(runs, curves, matrix.criteria, plugins, sink, profile, options)
+    inputs = inputs_from_frames(runs, curves, matrix.criteria, catalogue, sink, profile, options)
     return ScoredStore(matrix, inputs, runs, curves)
 
 
 def score_inputs(
-    inputs: ScoringInputs, plugins: Plugins, profile: WeightProfile | None = None,
+    inputs: ScoringInputs, catalogue: ScoringCatalogue, profile: WeightProfile | None = None,
     options: ScoringOptions | None = None,
 ) -> ScoreMatrix:
     """The matrix of ``inputs``: performance criteria computed again by the installed plugins,
     development criteria replayed from their recorded measurements. ``profile`` and ``options``
     default to the recorded ones."""
-    from rlcompare.criteria_api import MeasurementCache, ScoringData
-    from rlcompare.scoring import score
+    from rlcompare.scoring.engine import score
 
-    criteria: dict[str, Any] = {}
+    criteria: dict[str, Criterion] = {}
     for declared in inputs.criteria:
         cid = declared["id"]
         if cid in inputs.measurements:
-            criteria[cid] = _Replayed(declared, inputs.measurements[cid])
-        elif cid in plugins.criteria:
-            criteria[cid] = plugins.criteria[cid]
+            criteria[cid] = replayed(declared, inputs.measurements[cid])
+        elif cid in catalogue.criteria:
+            criteria[cid] = catalogue.criteria[cid]
         else:
             where = declared.get("plugin") or "?"
             if declared.get("distribution"):
@@ -379,7 +355,7 @@ def score_inputs(
             raise BundleError(f"criterion {cid!r} (plugin {where}) is not installed here; it cannot be computed again")
     runs = inputs.runs_frame()
     curves = inputs.curves_frame(runs)
-    data = ScoringData(runs, curves=curves, plugins=_with_criteria(plugins, criteria), cache=MeasurementCache(None))
+    data = ScoringData(runs, curves=curves, catalogue=catalogue.with_criteria(criteria), cache=MeasurementCache(None))
     matrix = score(data, criteria, profile or inputs.profile_object(), options or inputs.options_object())
-    matrix.criteria = {cid: plugins.criteria.get(cid, criteria[cid]) for cid in matrix.criteria}
+    matrix.criteria = {cid: catalogue.criteria.get(cid, criteria[cid]) for cid in matrix.criteria}
     return matrix

@@ -12,10 +12,11 @@ import functools
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from rlcompare.criteria_api import ALL_WORKLOADS
+from rlcompare.reporting import plots
 from rlcompare.reporting.escape import Safe, latex, markdown
+from rlcompare.reporting.numbers import format_number
 from rlcompare.reporting.tables import FRAMEWORK_FACTS, gymnasium_warnings, missing_reasons
-from rlcompare.score_cli import format_number
+from rlcompare.scoring.criteria import ALL_WORKLOADS
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -226,7 +227,7 @@ def render_html(report: Report) -> str:
 
     view = report_view(report)
     figures = [{"id": f.id, "title": f.title, "caption": f.caption, "svg": Markup(f.svg)}
-               for f in report.figures("svg")]
+               for f in plots.figures(report, "svg")]
     css = resources.files("rlcompare.reporting") / "templates" / "report.css"
     return _environment("html").get_template("report.html.j2").render(
         **view, figures=figures, css=Markup(css.read_text(encoding="utf-8")), bibtex=report.citation.bibtex(),
@@ -235,7 +236,7 @@ def render_html(report: Report) -> str:
 
 def render_latex(report: Report) -> dict[str, str | bytes]:
     view = report_view(report)
-    figures = report.figures("pdf")
+    figures = plots.figures(report, "pdf")
     files: dict[str, str | bytes] = {f"{FIGURE_DIRECTORY}/{f.id}.pdf": f.data for f in figures}
     files["rlcompare-report.tex"] = _environment("latex").get_template("report.tex.j2").render(
         **view, figures=[{"path": Safe(f"{FIGURE_DIRECTORY}/{f.id}.pdf"), "title": f.title, "caption": f.caption}

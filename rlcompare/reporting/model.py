@@ -17,18 +17,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rlcompare.registry.entries import FrameworkEntry
 from rlcompare.reporting import tables
+from rlcompare.reporting.catalogue import ReportingCatalogue
+from rlcompare.reporting.citation import Citation, citation_of
+from rlcompare.reporting.figure_model import adapter_styles, scaling_groups
+from rlcompare.reporting.inputs import ScoringInputs, score_store_recorded
+from rlcompare.scoring.measurement_cache import MeasurementCache
+from rlcompare.scoring.profiles import WeightProfile
+from rlcompare.spec.families import Families
+from rlcompare.store.sqlite_store import Store
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pandas, numpy and matplotlib load when a report is built, not when it is imported
     import pandas as pd
 
-    from rlcompare.criteria_api import MeasurementCache
-    from rlcompare.plugins import Plugins
-    from rlcompare.reporting.citation import Citation
-    from rlcompare.reporting.inputs import ScoringInputs
-    from rlcompare.reporting.plots import RenderedFigure
-    from rlcompare.scoring import ScoreMatrix, ScoringOptions
-    from rlcompare.scoring.profiles import WeightProfile
+    from rlcompare.reporting.figure_model import RenderedFigure
+    from rlcompare.scoring.engine import ScoreMatrix, ScoringOptions
 
 #: Names of every tidy table, in the order CSV and JSON write them.
 TABLES = ("overall", "criteria", "scores", "cells", "improvement", "performance_profiles", "curve_bands",
@@ -44,19 +48,21 @@ class Report:
     inputs: ScoringInputs
     runs: pd.DataFrame
     curves: pd.DataFrame
-    entries: dict[str, Any]
+    entries: dict[str, FrameworkEntry]
     store: str
+    #: The algorithm families the stored workloads name (where the registered plugins know them).
+    families: Families = field(default_factory=dict)
     commands: list[str] = field(default_factory=list)
     generated: str = field(default_factory=lambda: dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"))
     authors: tuple[str, ...] = ()
     _tables: dict[str, pd.DataFrame] = field(default_factory=dict, init=False, repr=False)
+    #: Figures rendered so far, by file format (see :func:`rlcompare.reporting.plots.figures`).
+    rendered_figures: dict[str, list[RenderedFigure]] = field(default_factory=dict, init=False, repr=False)
 
     # -- identity ---------------------------------------------------------------------------------
 
     @functools.cached_property
     def citation(self) -> Citation:
-        from rlcompare.reporting.citation import citation_of
-
         return citation_of(self.inputs, self.matrix, self.authors)
 
     @property
@@ -87,7 +93,7 @@ class Report:
                 self.curves, self.runs.loc[self.runs["status"] == "ok", "run_id"].tolist(), m.options.reps,
                 m.options.seed, m.options.confidence),
             "excluded_runs": lambda: tables.excluded_table(m), "imputed": lambda: tables.imputed_table(m),
-            "left_out": lambda: tables.left_out_table(m), "workloads": lambda: tables.workloads_table(self.runs),
+            "left_out": lambda: tables.left_out_table(m), "workloads": lambda: tables.workloads_table(self.runs, self.families),
             "fidelity": lambda: tables.fidelity_table(self.runs),
             "fidelity_summary": lambda: tables.fidelity_summary(self.table("fidelity")),
             "runs": lambda: tables.runs_table(self.runs), "curves": lambda: tables.curves_table(self.curves),
@@ -108,8 +114,6 @@ class Report:
 
     @functools.cached_property
     def styles(self) -> dict[str, dict[str, Any]]:
-        from rlcompare.reporting.plots import adapter_styles
-
         return adapter_styles(self.matrix.adapters)
 
     @functools.cached_property
@@ -130,46 +134,32 @@ class Report:
 
     @functools.cached_property
     def scaling_groups(self) -> list[tuple[str, list[tuple[int, str]]]]:
-        from rlcompare.reporting.plots import scaling_groups
-
         return scaling_groups(self.runs)
-
-    def figures(self, file_format: str) -> list[RenderedFigure]:
-        """The report's figures as ``svg`` or ``pdf`` (rendered once per format)."""
-        cache = self.__dict__.setdefault("_figures", {})
-        if file_format not in cache:
-            from rlcompare.reporting.plots import render_figures
-
-            cache[file_format] = render_figures(self, file_format)
-        return cache[file_format]
 
 
 # -- building ------------------------------------------------------------------------------------------
 
 
 def build_report(
-    store_path: str | Path, plugins: Plugins, profile: WeightProfile, options: ScoringOptions | None = None,
+    store_path: str | Path, catalogue: ReportingCatalogue, profile: WeightProfile, options: ScoringOptions | None = None,
     cache: MeasurementCache | None = None, *, out_dir: str | Path | None = None, formats: Sequence[str] = (),
     weights_file: str | None = None, authors: Sequence[str] = (),
 ) -> Report:
     """Score the store at ``store_path`` and gather what every format needs."""
-    from rlcompare.registry import entries_from_registered
-    from rlcompare.reporting.inputs import score_store_recorded
-    from rlcompare.scoring import ScoringOptions
-    from rlcompare.store import Store
+    from rlcompare.scoring.engine import ScoringOptions
 
     options = options or ScoringOptions()
     with Store(store_path) as store:
-        scored = score_store_recorded(store, plugins, profile, options, cache=cache)
-    entries, _ = entries_from_registered(plugins.frameworks)
+        scored = score_store_recorded(store, catalogue.scoring, profile, options, cache=cache)
     report = Report(matrix=scored.matrix, inputs=scored.inputs, runs=scored.runs, curves=scored.curves,
-                    entries=entries, store=str(store_path), authors=tuple(authors))
-    report.commands = reproduce_commands(report, plugins, str(store_path), out_dir, formats, weights_file)
+                    entries=dict(catalogue.scoring.frameworks), store=str(store_path), families=catalogue.families,
+                    authors=tuple(authors))
+    report.commands = reproduce_commands(report, catalogue, str(store_path), out_dir, formats, weights_file)
     return report
 
 
 def reproduce_commands(
-    report: Report, plugins: Plugins, store: str, out_dir: str | Path | None, formats: Sequence[str],
+    report: Report, catalogue: ReportingCatalogue, store: str, out_dir: str | Path | None, formats: Sequence[str],
     weights_file: str | None,
 ) -> list[str]:
     """The commands that produce this report again: run (a registered suite when the stored
@@ -183,9 +173,10 @@ def reproduce_commands(
         f" --adapters {q(','.join(sorted(runs['adapter'].unique().tolist())))}"
     seeds = int(runs["seed"].max()) + 1 if len(runs) else 1
     stored = dict(zip(runs["workload_id"], runs["workload_digest"], strict=True))
-    suite = next((name for name, s in sorted(plugins.suites.items())
+    suite = next((name for name, s in sorted(catalogue.suites.items())
                   if set(s.workload_ids) == set(stored)
-                  and all(w in plugins.workloads and plugins.workloads[w].digest == stored[w] for w in s.workload_ids)),
+                  and all(w in catalogue.workloads and catalogue.workloads[w].digest == stored[w]
+                          for w in s.workload_ids)),
                  None)
     commands = []
     if suite is not None:

@@ -12,21 +12,16 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rlcompare.reporting.escape import plot_text
+from rlcompare.reporting.figure_model import COLORMAP, RenderedFigure
 
 if TYPE_CHECKING:
-    import pandas as pd
     from matplotlib.figure import Figure
 
     from rlcompare.reporting.model import Report
 
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
-LINESTYLES = ("-", "--", "-.", ":")
-HATCHES = ("", "//", "\\\\", "xx", "..", "++", "oo", "--", "||", "**")
-COLORMAP = "cividis"
 #: Panels per figure at most (more workloads are in the tables).
 MAX_PANELS = 12
 
@@ -41,35 +36,6 @@ RC = {
     "legend.fontsize": 8,
     "legend.frameon": False,
 }
-
-
-@dataclass(frozen=True)
-class RenderedFigure:
-    """One rendered figure: its id, title, caption and the file in the format asked for."""
-
-    id: str
-    title: str
-    caption: str
-    data: bytes
-
-    @property
-    def svg(self) -> str:
-        return self.data.decode("utf-8")
-
-
-def adapter_styles(adapters: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """Colour, marker, line style and hatch of each adapter, the same in every figure."""
-    from matplotlib import colormaps
-
-    cmap = colormaps[COLORMAP]
-    n = max(1, len(adapters))
-    styles = {}
-    for i, adapter in enumerate(adapters):
-        # cividis from dark blue to yellow, stopping short of the palest end (poor on white)
-        styles[adapter] = {"color": cmap(0.05 + 0.8 * i / max(1, n - 1)) if n > 1 else cmap(0.2),
-                           "marker": MARKERS[i % len(MARKERS)], "linestyle": LINESTYLES[i % len(LINESTYLES)],
-                           "hatch": HATCHES[i % len(HATCHES)]}
-    return styles
 
 
 #: Width of one character of tick-label text, in inches (DejaVu Sans at the sizes used here).
@@ -357,6 +323,13 @@ FIGURES: tuple[tuple[str, str, Callable[[Report], tuple[Figure, str] | None]], .
 _SVG_ID = re.compile(r'(\bid="|href="#|url\(#)')
 
 
+def figures(report: Report, file_format: str) -> list[RenderedFigure]:
+    """The report's figures as ``svg`` or ``pdf``, rendered once per report and format."""
+    if file_format not in report.rendered_figures:
+        report.rendered_figures[file_format] = render_figures(report, file_format)
+    return report.rendered_figures[file_format]
+
+
 def render_figures(report: Report, file_format: str) -> list[RenderedFigure]:
     """Every figure that has data, rendered to ``svg`` (inline-ready: no XML prolog, ids prefixed
     per figure so that several can share one page) or ``pdf``."""
@@ -384,26 +357,3 @@ def _inline_svg(text: str, prefix: str) -> str:
     text = text[start:]
     text = re.sub(r"<metadata>.*?</metadata>\s*", "", text, flags=re.S)
     return _SVG_ID.sub(lambda m: m.group(1) + prefix + "-", text)
-
-
-def scaling_groups(runs: pd.DataFrame) -> list[tuple[str, list[tuple[int, str]]]]:
-    """Workloads that differ only in their number of rollout workers: (title, [(workers, workload)])."""
-    import json
-
-    families: dict[str, dict[int, str]] = {}
-    for text in runs.drop_duplicates("workload_id", keep="last")["workload_json"]:
-        try:
-            spec = json.loads(text)
-        except (TypeError, ValueError):
-            continue
-        parallelism = dict(spec.get("parallelism") or {})
-        workers = int(parallelism.pop("workers", 1) or 1)
-        key = {k: v for k, v in spec.items() if k not in ("id", "description", "parallelism", "hyperparameters")}
-        key["parallelism"] = parallelism
-        title = f"{spec.get('algorithm')} on {spec.get('env')}"
-        families.setdefault(json.dumps([title, key], sort_keys=True, default=str), {})[workers] = str(spec.get("id"))
-    groups = []
-    for key, members in sorted(families.items()):
-        if len(members) > 1:
-            groups.append((json.loads(key)[0], sorted(members.items())))
-    return groups

@@ -12,13 +12,14 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rlcompare.criteria_api import ALL_WORKLOADS
-from rlcompare.host import mixed_version_warnings
+from rlcompare.scoring.criteria import ALL_WORKLOADS
+from rlcompare.store.library_versions import mixed_version_warnings
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from rlcompare.scoring import ScoreMatrix
+    from rlcompare.scoring.engine import ScoreMatrix
+    from rlcompare.spec.families import Families
 
 #: Registry facts shown per compared framework (the survey's taxonomy, and the licence).
 FRAMEWORK_FACTS = ("backend", "architecture", "simulation_parallelism", "computing_parallelism",
@@ -149,16 +150,14 @@ def curves_table(curves: pd.DataFrame) -> pd.DataFrame:
     return curves[columns].rename(columns={"workload_id": "workload"}).reset_index(drop=True)
 
 
-def _family_kind(algorithm: Any) -> str | None:
+def _family_kind(algorithm: Any, families: Families) -> str | None:
     """``gradient`` or ``evolutionary`` for a known algorithm family (None for one no longer known):
     runs of both kinds are compared on the same env-step budget, and the table says which is which."""
-    from rlcompare.algorithms import known_families
-
-    family = known_families().get(algorithm) if isinstance(algorithm, str) else None
+    family = families.get(algorithm) if isinstance(algorithm, str) else None
     return family.kind if family is not None else None
 
 
-def workloads_table(runs: pd.DataFrame) -> pd.DataFrame:
+def workloads_table(runs: pd.DataFrame, families: Families) -> pd.DataFrame:
     rows = []
     for text in runs.drop_duplicates("workload_id", keep="last")["workload_json"]:
         spec = _json(text) or {}
@@ -166,7 +165,7 @@ def workloads_table(runs: pd.DataFrame) -> pd.DataFrame:
         evaluation = spec.get("evaluation") or {}
         rows.append({
             "workload": spec.get("id"), "description": spec.get("description", ""), "env": spec.get("env"),
-            "algorithm": spec.get("algorithm"), "family": _family_kind(spec.get("algorithm")),
+            "algorithm": spec.get("algorithm"), "family": _family_kind(spec.get("algorithm"), families),
             "env_steps": spec.get("env_steps"), "seeds": spec.get("seeds"),
             "workers": parallelism.get("workers"), "envs_per_worker": parallelism.get("envs_per_worker"),
             "mode": parallelism.get("mode"), "threads_per_worker": parallelism.get("threads_per_worker"),
@@ -289,7 +288,7 @@ def taxonomy_table(frameworks: Sequence[str], entries: Mapping[str, Any]) -> pd.
 def feature_table(frameworks: Sequence[str], entries: Mapping[str, Any]) -> pd.DataFrame:
     """The feature matrix of the compared frameworks that have entries, tidy: framework, dimension,
     value, offered (true, false, or empty when the registry does not say)."""
-    from rlcompare.registry import feature_matrix
+    from rlcompare.registry.entries import feature_matrix
 
     known = [entries[f] for f in frameworks if f in entries and getattr(entries[f], "domain", "") == "control"]
     if not known:

@@ -41,19 +41,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from rlcompare.criteria_api import (
-    ALL_WORKLOADS,
-    CATEGORIES,
-    HIGHER,
-    PERFORMANCE,
-    VALUE_COLUMNS,
-    Criterion,
-    CriterionResult,
-    CriterionValue,
-    MeasurementCache,
-    ScoringData,
-)
-from rlcompare.records import STARTED_STATUSES
 from rlcompare.scoring.bootstrap import (
     DEFAULT_REPS,
     Aggregates,
@@ -68,11 +55,24 @@ from rlcompare.scoring.bootstrap import (
     aggregate_intervals,
     bootstrap,
 )
+from rlcompare.scoring.criteria import (
+    ALL_WORKLOADS,
+    CATEGORIES,
+    HIGHER,
+    PERFORMANCE,
+    VALUE_COLUMNS,
+    Criterion,
+    CriterionResult,
+    CriterionValue,
+    MeasurementCache,
+    ScoringData,
+)
 from rlcompare.scoring.profiles import WeightProfile
+from rlcompare.store.records import STARTED_STATUSES
 
 if TYPE_CHECKING:
-    from rlcompare.plugins import Plugins
-    from rlcompare.store import Store
+    from rlcompare.scoring.criteria import ScoringCatalogue
+    from rlcompare.store.sqlite_store import Store
 
 AGGREGATES = ("iqm", "mean", "median", "optimality_gap")
 
@@ -209,10 +209,10 @@ def _finite(value: float) -> float | None:
 
 
 def score_store(
-    store: Store, plugins: Plugins, profile: WeightProfile, options: ScoringOptions | None = None,
+    store: Store, catalogue: ScoringCatalogue, profile: WeightProfile, options: ScoringOptions | None = None,
     cache: MeasurementCache | None = None, inputs: dict[str, Any] | None = None,
 ) -> ScoreMatrix:
-    """Score everything in ``store`` with the criteria ``plugins`` registered. Runs of an older
+    """Score everything in ``store`` with the criteria of ``catalogue``. Runs of an older
     version of a workload (another digest under the same id) are not pooled with the current ones:
     they are listed as stale and left out."""
     current, stale = split_stale_runs(store.runs_frame())
@@ -222,9 +222,9 @@ def score_store(
         frame = store.curves_frame()
         return frame[frame["run_id"].isin(kept)]
 
-    data = ScoringData(current, curves=curves, plugins=plugins,
+    data = ScoringData(current, curves=curves, catalogue=catalogue,
                        cache=cache if cache is not None else MeasurementCache.default(), stale_runs=stale)
-    return score(data, plugins.criteria, profile, options, inputs)
+    return score(data, catalogue.criteria, profile, options, inputs)
 
 
 def split_stale_runs(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlcompare.criteria_api import CATEGORIES, DEVELOPMENT, PERFORMANCE
 from rlcompare.errors import UnknownNameError, UsageError
+from rlcompare.scoring.criteria import CATEGORIES, DEVELOPMENT, PERFORMANCE
 
 DEFAULT_PROFILE = "balanced"
 
@@ -134,7 +134,7 @@ def _table(path: Path, data: dict[str, Any], key: str) -> dict[str, Any]:
 def load_weights_file(path: str | Path, criteria: Mapping[str, Any]) -> WeightProfile:
     """A profile from a TOML file, validated against the registered ``criteria``; errors are one
     line naming the file and the offending key."""
-    from rlcompare.workload import read_text_file
+    from rlcompare.spec.workload import read_text_file
 
     path = Path(path)
     text = read_text_file(path, "weights file", UsageError, limit=1 << 16)

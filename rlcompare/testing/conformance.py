@@ -22,19 +22,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rlcompare.adapter import Adapter, Fidelity, check_adapter_class
 from rlcompare.errors import IncompatibleError, PluginError
-from rlcompare.execution.local import LocalBackend
-from rlcompare.process_tree import TreeMonitor
+from rlcompare.execution.backend import BackendOptions, Limits
+from rlcompare.execution.driver import Driver
+from rlcompare.execution.local import LocalBackend, LocalRun
+from rlcompare.execution.process_tree import TreeMonitor
+from rlcompare.harness.contract import Adapter, check_adapter_class
+from rlcompare.harness.fidelity import Fidelity
+from rlcompare.harness.run_directory import RunDirectory
+from rlcompare.plan.matrix import PlannedRun, build_plan, check_faithful
+from rlcompare.plan.placement import place_runs
+from rlcompare.plugins.manager import Plugins, build_plugin_manager
+from rlcompare.spec.workload import Workload, workload_from_dict
+from rlcompare.store.records import RunRecord
+from rlcompare.store.sqlite_store import Store
 from rlcompare.testing.probe_worker import PROBE_ENV, probe_batch_size
 
 if TYPE_CHECKING:
-    from rlcompare.execution.local import LocalRun
-    from rlcompare.plan import PlannedRun
-    from rlcompare.plugins import Plugins
-    from rlcompare.records import RunRecord
-    from rlcompare.rundir import RunDirectory
-    from rlcompare.workload import Workload
+    from rlcompare.spec.families import Families
 
 #: Environments the tiny workload may use, in order of preference (cheap, and every install has them).
 CONFORMANCE_ENVS = ("CartPole-v1", "Pendulum-v1")
@@ -162,11 +167,6 @@ class Subject:
                                  + (f" Plugins that failed: {failed[:400]}" if failed else ""))
 
     def _run_trial(self) -> Trial:
-        from rlcompare.execution.backend import BackendOptions, Limits
-        from rlcompare.execution.driver import Driver
-        from rlcompare.plan import build_plan
-        from rlcompare.store import Store
-
         directory = self.kit.workdir / self.adapter_id
         directory.mkdir(parents=True, exist_ok=True)
         store_path, probe_path = directory / "conformance.db", directory / "probes.jsonl"
@@ -174,17 +174,15 @@ class Subject:
             stale.unlink(missing_ok=True)
         started = time.perf_counter()
         try:
-            plan = build_plan(self.kit.plugins, [self.workload], [self.adapter_id])
+            plan = build_plan(self.kit.plugins.plan_catalogue(), [self.workload], [self.adapter_id])
         except IncompatibleError as refusal:
             raise ConformanceFailure(f"`rlcompare plan` refuses the tiny workload: {refusal}") from None
         # an adapter that does not fit this environment runs in its own, as under `rlcompare run`
-        from rlcompare.environments import place_runs
-
-        plan = place_runs(self.kit.plugins, plan)
+        plan = place_runs(self.kit.plugins.adapters, plan)
         backend = ProbingBackend(Limits(self.kit.timeout_seconds), BackendOptions(jobs=1), probe_path=probe_path)
         with Store(store_path) as store:
             store.check_writable()
-            summary = Driver(store, backend).run(plan)
+            summary = Driver(store, backend, families=self.kit.plugins.algorithms).run(plan)
             curves = store.curves_frame()
         record = summary.outcomes[0].record
         curve = curves[curves["run_id"] == record.run_id].to_dict("records")
@@ -257,8 +255,6 @@ class Kit:
     @property
     def plugins(self) -> Plugins:
         if self._plugins is None:
-            from rlcompare.plugins import build_plugin_manager
-
             self._plugins = (self.plugins_factory or build_plugin_manager)()
         return self._plugins
 
@@ -303,8 +299,7 @@ def tiny_workload(plugins: Plugins, adapter: Adapter) -> Workload:
     """A small run derived from a registered workload on CartPole or Pendulum for the adapter's first
     offered algorithm (alphabetically) that it can run: one seed, one worker, a budget of a few
     rollouts (at least :data:`MIN_BUDGET` env steps), :data:`EVALUATION_POINTS` evaluation points."""
-    from rlcompare.envs import action_space_kind
-    from rlcompare.plan import check_faithful
+    from rlcompare.harness.counted_envs import action_space_kind  # gymnasium, once the kit runs
 
     try:
         offered = sorted(adapter.capabilities().algorithms)
@@ -316,7 +311,7 @@ def tiny_workload(plugins: Plugins, adapter: Adapter) -> Workload:
                              if w.algorithm == algorithm and w.env in CONFORMANCE_ENVS),
                             key=lambda w: (CONFORMANCE_ENVS.index(w.env), w.id))
         for base in candidates:
-            workload = derive_tiny(base, adapter)
+            workload = derive_tiny(base, adapter, plugins.algorithms)
             try:
                 adapter.check_compatible(workload, action_space_kind(workload.env, workload.env_kwargs))
                 check_faithful(adapter, workload)
@@ -331,10 +326,8 @@ def tiny_workload(plugins: Plugins, adapter: Adapter) -> Workload:
     )
 
 
-def derive_tiny(base: Workload, adapter: Adapter) -> Workload:
+def derive_tiny(base: Workload, adapter: Adapter, families: Families) -> Workload:
     """``base`` shrunk to a budget of a few of the adapter's budget grains."""
-    from rlcompare.workload import workload_from_dict
-
     data = base.to_dict()
     data["id"] = f"conformance-{adapter.id}"[:64]
     data["description"] = f"conformance kit: {base.id} with a tiny budget"
@@ -352,7 +345,7 @@ def derive_tiny(base: Workload, adapter: Adapter) -> Workload:
         interval = max(1, budget // EVALUATION_POINTS)
         return workload_from_dict({**data, "env_steps": budget, "hyperparameters": hyper,
                                    "evaluation": {**data["evaluation"], "interval_steps": interval}},
-                                  f"conformance workload for {adapter.id}")
+                                  f"conformance workload for {adapter.id}", families)
 
     workload = shaped(MIN_BUDGET)
     grain = adapter.budget_tolerance(workload).overshoot_steps
@@ -367,14 +360,15 @@ def derive_tiny(base: Workload, adapter: Adapter) -> Workload:
 _DECLARATIONS_SCRIPT = r"""
 import json, sys
 import numpy, gymnasium
-import rlcompare.envs, rlcompare.plugins, rlcompare.workload
+import rlcompare.harness.counted_envs, rlcompare.spec.workload
+from rlcompare.plugins.manager import BUILTIN_PLUGINS, build_plugin_manager
 from rlcompare.testing.conformance import framework_modules
-from rlcompare.workload import workload_from_dict
+from rlcompare.spec.workload import workload_from_dict
 baseline = {name.split('.')[0] for name in sys.modules}
 # the harness's own plugins and the adapter's, nothing else: another plugin's imports are not its own
-plugins = rlcompare.plugins.build_plugin_manager((*rlcompare.plugins.BUILTIN_PLUGINS, sys.argv[3]), autoload=False)
+plugins = build_plugin_manager((*BUILTIN_PLUGINS, sys.argv[3]), autoload=False)
 adapter = plugins.adapter(sys.argv[1])
-workload = workload_from_dict(json.loads(sys.argv[2]), 'conformance')
+workload = workload_from_dict(json.loads(sys.argv[2]), 'conformance', plugins.algorithms)
 before = set(sys.modules)
 answer = {'error': None}
 try:
@@ -398,7 +392,7 @@ print('\n' + json.dumps({'seconds': seconds, 'modules': sorted({name.split('.')[
 """
 
 #: What the import of a plugin module is compared with: the adapter contract itself.
-REFERENCE_MODULE = "rlcompare.adapter"
+REFERENCE_MODULE = "rlcompare.harness.contract"
 
 
 def framework_modules(adapter: Adapter) -> set[str]:
@@ -452,26 +446,25 @@ def import_in_fresh_process(module: str) -> dict[str, Any]:
 
 
 def check_registration(subject: Subject) -> None:
-    """The class passes check_adapter_class, and its framework names a valid registry entry."""
-    from rlcompare.registry import entries_from_registered
-
+    """The class passes check_adapter_class, and its framework names a valid registry entry (entries
+    are validated when they are registered: an invalid one is not registered, and its error says why)."""
     adapter_class = subject.adapter_class
     try:
         check_adapter_class(adapter_class)
     except PluginError as error:
-        raise ConformanceFailure(f"{error}; fix the class attribute it names (rlcompare.adapter.Adapter)") from None
+        raise ConformanceFailure(f"{error}; fix the class attribute it names (rlcompare.harness.contract.Adapter)") from None
     framework = adapter_class.framework
     registered = subject.kit.plugins.frameworks
     if framework not in registered:
+        refused = [str(error) for error in subject.kit.plugins.errors if repr(framework) in str(error)]
+        if refused:
+            raise ConformanceFailure(f"the registry entry of {framework!r} does not validate: {refused[0]}")
         close = difflib.get_close_matches(framework, list(registered), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ConformanceFailure(
             f"framework {framework!r} names no registry entry{hint}: set Adapter.framework to a registered id "
             "(`rlcompare frameworks`) or register the entry with rlcompare_register_frameworks"
         )
-    _, problems = entries_from_registered({framework: registered[framework]})
-    if problems:
-        raise ConformanceFailure(f"the registry entry of {framework!r} does not validate: {problems[0]}")
 
 
 def check_light_import(subject: Subject) -> None:
@@ -531,13 +524,13 @@ def fidelity_problems(adapter: Adapter, workload: Workload) -> list[str]:
     if missing:
         problems.append(
             f"fidelity() misses settings: {', '.join(missing)} ({workload.algorithm}) — add a FidelityEntry "
-            "(rlcompare.adapter) for each canonical setting, marked unsupported where the framework has none"
+            "(rlcompare.harness.contract) for each canonical setting, marked unsupported where the framework has none"
         )
     bad_status = [str(getattr(entry, "setting", entry)) for entry in entries
                   if not isinstance(getattr(entry, "status", None), Fidelity)]
     if bad_status:
         problems.append(f"fidelity() entries without a valid status: {', '.join(bad_status)} — use "
-                        "rlcompare.adapter.Fidelity.EXACT, APPROXIMATE or UNSUPPORTED")
+                        "rlcompare.harness.contract.Fidelity.EXACT, APPROXIMATE or UNSUPPORTED")
     unnamed = [entry.setting for entry in entries
                if getattr(entry, "status", None) in (Fidelity.EXACT, Fidelity.APPROXIMATE)
                and not entry.native_name and not str(entry.note or "").strip()]

@@ -1,4 +1,4 @@
-"""The conformance kit's run worker: ``rlcompare.worker`` itself, plus a probe of the policies the
+"""The conformance kit's run worker: ``rlcompare.harness.worker`` itself, plus a probe of the policies the
 adapter hands the harness.
 
 The run is the one ``rlcompare run`` makes (same spec, same context, same result file); the only
@@ -13,27 +13,28 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from rlcompare.adapter import Policy
-    from rlcompare.workload import Workload
+import gymnasium
+import numpy as np
+
+from rlcompare.harness import worker
+from rlcompare.harness.context import TrainingContext
+from rlcompare.harness.counted_envs import make_env
+from rlcompare.harness.evaluation import Policy
+from rlcompare.harness.workload_view import WorkloadLike
 
 #: Where the probe writes its findings (set by the kit's backend for each run).
 PROBE_ENV = "RLCOMPARE_CONFORMANCE_PROBE"
 
 
-def probe_batch_size(workload: Workload) -> int:
+def probe_batch_size(workload: WorkloadLike) -> int:
     """The largest batch the harness sends: one observation per evaluation episode (or per env)."""
     return max(workload.evaluation.episodes, workload.parallelism.total_envs)
 
 
-def probe_policy(policy: Policy, workload: Workload) -> dict[str, Any]:
+def probe_policy(policy: Policy, workload: WorkloadLike) -> dict[str, Any]:
     """Ask ``policy`` for actions on shrinking batches of real observations; report what is wrong."""
-    import numpy as np
-
-    from rlcompare.envs import make_env
-
     env = make_env(workload.env, dict(workload.env_kwargs))
     try:
         size = probe_batch_size(workload)
@@ -62,9 +63,6 @@ def probe_policy(policy: Policy, workload: Workload) -> dict[str, Any]:
 
 
 def _contains(space: Any, action: Any) -> bool:
-    import gymnasium
-    import numpy as np
-
     if isinstance(space, gymnasium.spaces.Box):
         action = np.asarray(action)
         if action.dtype.kind != "f" and space.dtype.kind == "f":
@@ -75,8 +73,6 @@ def _contains(space: Any, action: Any) -> bool:
 
 def install_probe(path: Path) -> None:
     """Wrap the training context's evaluations so that they also probe the policy."""
-    from rlcompare.context import TrainingContext
-
     checkpoint, final_evaluation = TrainingContext.checkpoint, TrainingContext.final_evaluation
     probed: set[str] = set()
 
@@ -109,8 +105,6 @@ def install_probe(path: Path) -> None:
 
 
 def main() -> int:
-    from rlcompare import worker
-
     target = os.environ.get(PROBE_ENV)
     if target:
         install_probe(Path(target))

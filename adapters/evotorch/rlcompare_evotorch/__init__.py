@@ -8,7 +8,7 @@ EvoTorch's PGPE with ``symmetric=True``, ``ranking_method="centered"``, ``optimi
 Parallelism maps to EvoTorch's own mechanism: ``workers == 1`` evaluates candidates in the training
 process; ``workers > 1`` gives GymNE that many ``num_actors`` (Ray actors), each stepping one
 environment of its own. Ray is a private instance on loopback, started here and shut down after
-training (:mod:`rlcompare.local_ray`). Every environment, in the process or in an actor, is one of
+training (:mod:`rlcompare.harness.private_ray`). Every environment, in the process or in an actor, is one of
 the harness's counted environments with a slot of its own (:mod:`rlcompare_evotorch.problem`).
 """
 
@@ -16,33 +16,42 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rlcompare.adapter import Adapter, Capabilities, Fidelity, FidelityEntry, TrainingResult
-from rlcompare.fidelity import Setting, entry, map_settings
-from rlcompare.hookspecs import hookimpl
-from rlcompare.limits import COUNTER_SLOTS
-from rlcompare.validity import BudgetTolerance
+from rlcompare import hookimpl
+from rlcompare.adapter import (
+    COUNTER_SLOTS,
+    Adapter,
+    BudgetTolerance,
+    Capabilities,
+    Fidelity,
+    FidelityEntry,
+    Setting,
+    TrainingResult,
+    WorkloadLike,
+    entry,
+    map_settings,
+)
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from rlcompare.context import TrainingContext
-    from rlcompare.workload import Workload
+    from rlcompare.adapter import TrainingContext
+    from rlcompare.plugins.register import Register
 
 ACTIVATIONS = {"tanh": "Tanh()", "relu": "ReLU()"}
 
 
-def _popsize(value: int, workload: Workload) -> int:
+def _popsize(value: int, workload: WorkloadLike) -> int:
     # mirrored sampling evaluates pairs: PGPE wants an even population
     return value + value % 2 if workload.hyperparameters.antithetic else value
 
 
-def _popsize_exact(value: int, workload: Workload) -> tuple[Fidelity, str]:
+def _popsize_exact(value: int, workload: WorkloadLike) -> tuple[Fidelity, str]:
     if _popsize(value, workload) == value:
         return Fidelity.EXACT, ""
     return Fidelity.APPROXIMATE, f"rounded up to {value + 1}: mirrored sampling evaluates pairs"
 
 
-def _search_gradient(_: Any, __: Workload) -> tuple[Fidelity, str]:
+def _search_gradient(_: Any, __: WorkloadLike) -> tuple[Fidelity, str]:
     return (Fidelity.APPROXIMATE,
             "Adam on PGPE's search gradient, which is sigma^2 times OpenAI-ES's (mean of rank-weighted "
             "parameter perturbations, not of unit noise); Adam's normalization makes the steps nearly equal")
@@ -59,7 +68,7 @@ SETTINGS = [
 ]
 
 
-def network_string(workload: Workload) -> str:
+def network_string(workload: WorkloadLike) -> str:
     """The workload's network in EvoTorch's network-string language (GymNE fills in the sizes)."""
     layers, previous = [], "obs_length"
     for width in workload.network.hidden_sizes:
@@ -88,7 +97,7 @@ class EvoTorchAdapter(Adapter):
 
     # -- translation -------------------------------------------------------------------------------
 
-    def native_config(self, workload: Workload) -> tuple[dict[str, Any], list[FidelityEntry]]:
+    def native_config(self, workload: WorkloadLike) -> tuple[dict[str, Any], list[FidelityEntry]]:
         kwargs, entries = map_settings(workload, SETTINGS)
         workers = workload.parallelism.workers
         gymne = {
@@ -113,14 +122,14 @@ class EvoTorchAdapter(Adapter):
         ]
         return {"GymNE": gymne, "PGPE": pgpe}, entries
 
-    def fidelity(self, workload: Workload) -> list[FidelityEntry]:
+    def fidelity(self, workload: WorkloadLike) -> list[FidelityEntry]:
         return self.native_config(workload)[1]
 
-    def budget_tolerance(self, workload: Workload) -> BudgetTolerance:
+    def budget_tolerance(self, workload: WorkloadLike) -> BudgetTolerance:
         """One generation as EvoTorch runs it: the (possibly rounded) population, every candidate's
         episodes at the environment's step limit; the run may end up to that far past its budget."""
         hp = workload.hyperparameters
-        from rlcompare.builtin_algorithms import episode_step_limit  # driver side only: imports pydantic
+        from rlcompare.adapter import episode_step_limit  # gymnasium: loaded on first use
 
         limit = episode_step_limit(workload.env, workload.env_kwargs)
         if limit is None:
@@ -130,7 +139,7 @@ class EvoTorchAdapter(Adapter):
 
     # -- training ----------------------------------------------------------------------------------
 
-    def train(self, workload: Workload, context: TrainingContext) -> TrainingResult:
+    def train(self, workload: WorkloadLike, context: TrainingContext) -> TrainingResult:
         import torch
         from evotorch.algorithms import PGPE
 
@@ -144,7 +153,7 @@ class EvoTorchAdapter(Adapter):
         if workers > 1:
             import ray
 
-            from rlcompare.local_ray import start_private_ray
+            from rlcompare.adapter import start_private_ray
 
             start_private_ray(workers + 1)  # one CPU per evaluation actor, one for the searcher
         try:
@@ -186,5 +195,5 @@ def _policy(problem: Any, searcher: Any, discrete: bool) -> Any:
 
 
 @hookimpl
-def rlcompare_register_adapters(register: Any) -> None:
+def rlcompare_register_adapters(register: Register) -> None:
     register.add_adapter(EvoTorchAdapter)

@@ -15,7 +15,7 @@ from typing import Any
 import gymnasium
 from evotorch.neuroevolution import GymNE
 
-from rlcompare.envs import EnvFactory
+from rlcompare.adapter import EnvFactory
 
 
 class CountedGymNE(GymNE):

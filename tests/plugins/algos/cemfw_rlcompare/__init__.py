@@ -16,8 +16,7 @@ from pydantic import Field
 
 from rlcompare import hookimpl
 from rlcompare.adapter import Adapter, Capabilities, Fidelity, FidelityEntry, TrainingResult
-from rlcompare.algorithms import AlgorithmFamily, CanonicalHyperparameters
-from rlcompare.workload import workload_from_dict
+from rlcompare.spec.families import AlgorithmFamily, CanonicalHyperparameters
 
 
 class CEMHyperparameters(CanonicalHyperparameters):
@@ -104,7 +103,7 @@ class CEMAdapter(Adapter):
 
 @hookimpl
 def rlcompare_register_frameworks(register: Any) -> None:
-    from rlcompare.registry import unpublished_entry
+    from rlcompare.registry.entries import unpublished_entry
 
     register.add_framework(unpublished_entry(
         "cemfw", "cemfw", "control",
@@ -126,8 +125,8 @@ def rlcompare_register_adapters(register: Any) -> None:
 
 @hookimpl
 def rlcompare_register_workloads(register: Any) -> None:
-    register.add_workload(workload_from_dict(
+    # a plain table: the register validates it against the families registered so far, CEM included
+    register.add_workload(
         {"id": "cartpole-cem", "env": "CartPole-v1", "algorithm": "CEM", "env_steps": 600, "seeds": 1,
          "hyperparameters": {"population_size": 4}, "evaluation": {"interval_steps": 300, "episodes": 2}},
-        "cemfw plugin",
-    ))
+    )

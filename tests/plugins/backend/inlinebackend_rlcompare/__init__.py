@@ -24,7 +24,7 @@ class InlineBackend(Backend):
     def submit(self, planned: Any, directory: Any) -> Ending:
         started = time.monotonic()
         with directory.log.open("wb") as log:
-            done = subprocess.run([sys.executable, "-m", "rlcompare.worker", str(directory.spec)],
+            done = subprocess.run([sys.executable, "-m", "rlcompare.harness.worker", str(directory.spec)],
                                   stdout=log, stderr=subprocess.STDOUT, env=worker_environment(planned),
                                   timeout=self.limits.timeout_seconds)
         result = directory.read_result()

@@ -134,7 +134,7 @@ ADAPTERS = (Stepper, UnregisteredFramework, EagerDeclarations, PartialFidelity, 
 
 @hookimpl
 def rlcompare_register_frameworks(register: Any) -> None:
-    from rlcompare.registry import unpublished_entry
+    from rlcompare.registry.entries import unpublished_entry
 
     register.add_framework(unpublished_entry("brokenkit", "brokenkit", "control", source="brokenkit_rlcompare",
                                              where="A test fixture of rlcompare; never published.",

@@ -11,13 +11,21 @@ import datetime
 from typing import TYPE_CHECKING, Any
 
 from rlcompare import hookimpl
-from rlcompare.adapter import Adapter, Capabilities, Fidelity, FidelityEntry, TrainingResult
-from rlcompare.fidelity import Setting, entry, map_settings
+from rlcompare.adapter import (
+    Adapter,
+    Capabilities,
+    Fidelity,
+    FidelityEntry,
+    Setting,
+    TrainingResult,
+    entry,
+    map_settings,
+)
 
 if TYPE_CHECKING:
-    from rlcompare.context import TrainingContext
-    from rlcompare.plugins import Register
-    from rlcompare.workload import Workload
+    from rlcompare.adapter import TrainingContext
+    from rlcompare.plugins.register import Register
+    from rlcompare.spec.workload import Workload
 
 #: The algorithm family this adapter runs. A new family (say, evolution strategies) would be
 #: registered by one more hook, ``rlcompare_register_algorithms``, where that hook exists.
@@ -90,7 +98,7 @@ def rlcompare_register_frameworks(register: Register) -> None:
     # The registry entry. tinyac has no public repository yet: ``repository = "none"`` with a note
     # saying where the code lives, and every other fact "unknown" with what was searched (the
     # helper fills these); ``facts=`` would cite whatever is public, a paper or a page.
-    from rlcompare.registry import unpublished_entry
+    from rlcompare.registry.entries import unpublished_entry
 
     register.add_framework(unpublished_entry(
         "tinyac", "tinyac", "control",

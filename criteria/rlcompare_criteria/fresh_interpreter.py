@@ -1,0 +1,89 @@
+"""Measurements made in a fresh interpreter of the environment an adapter runs in (the main one,
+or the adapter's own), of what a run imports of its framework, cached per modules, distribution
+version and environment."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rlcompare.scoring.criteria import ScoringData
+from rlcompare_criteria.adapter_lookup import (
+    adapter_class,
+    canonical_name,
+    framework_distribution,
+    installation_for,
+    providing_distribution,
+)
+from rlcompare_criteria.installations import Installation, framework_modules
+
+SUBPROCESS_TIMEOUT_SECONDS = 600
+#: Part of the cache key of the measurements made in fresh interpreters: bumped when how they are
+#: made changes (2: a discarded warm-up import, further modules that raise are skipped), so that a
+#: value measured the old way is not read back.
+MEASURE_METHOD = 2
+
+
+def run_in(installation: Installation, script: str, names: Sequence[str]) -> tuple[str | None, str | None]:
+    """(last line of stdout, None) of ``python -c script NAMES...`` in a fresh interpreter of
+    ``installation``, or (None, one line saying why not)."""
+    try:
+        done = subprocess.run([installation.python, "-c", script, *names], capture_output=True, text=True,
+                              timeout=SUBPROCESS_TIMEOUT_SECONDS, check=False, env=installation.process_environment())
+    except subprocess.TimeoutExpired:
+        return None, f"import {names[0]} took over {SUBPROCESS_TIMEOUT_SECONDS} s"
+    except OSError as error:  # the environment's interpreter is gone (removed meanwhile)
+        return None, f"{installation.label} cannot start Python ({error.strerror or error})"
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return None, f"import {names[0]} failed: {last[:200]}"
+    lines = done.stdout.strip().splitlines()
+    return (lines[-1], None) if lines else (None, f"import {names[0]} printed nothing")
+
+
+def run_framework_modules(data: ScoringData, adapter_id: str) -> tuple[tuple[str, ...] | None, str | None]:
+    """The framework modules a run of the adapter imports (its import name first)."""
+    adapter, reason = adapter_class(data, adapter_id)
+    if adapter is None:
+        return None, reason
+    modules = framework_modules(adapter)
+    return (modules, None) if modules else (None, f"adapter {adapter_id!r} declares no import name")
+
+
+def foreign_import_name(data: ScoringData, adapter_id: str) -> str | None:
+    """Why the adapter's ``import_name`` cannot be measured as its framework's, or None: it must be a
+    package one of its declared distributions installs (``import_name = "json"`` would otherwise time
+    and introspect the standard library in the framework's place)."""
+    adapter, _ = adapter_class(data, adapter_id)
+    installation, _ = installation_for(data, adapter_id)
+    declared = adapter.distributions
+    import_name = adapter.import_name
+    if installation is None or providing_distribution(import_name, declared, installation) is not None:
+        return None
+    return (f"adapter {adapter_id!r}: import name {import_name!r} is not a package of any distribution it declares "
+            f"({', '.join(declared) or 'none'})")
+
+
+def measured_in_fresh_interpreter(data: ScoringData, adapter_id: str, kind: str, measure: Callable[..., dict[str, Any]],
+              what: str) -> tuple[dict[str, Any] | None, str | None]:
+    """``measure(modules, installation=...)`` of what a run imports of the adapter's framework, in a
+    fresh interpreter where the adapter runs, cached per modules, distribution version and environment."""
+    modules, reason = run_framework_modules(data, adapter_id)
+    name, version, dist_reason = framework_distribution(data, adapter_id)
+    if modules is None or dist_reason is not None or name is None or version is None:
+        return None, reason or dist_reason
+    installation, reason = installation_for(data, adapter_id)
+    if installation is None:
+        return None, reason
+    foreign = foreign_import_name(data, adapter_id)
+    if foreign is not None:
+        return None, foreign
+    key = f"{kind}|{'+'.join(modules)}|{canonical_name(name)}|{version}|{installation.cache_tag}|method {MEASURE_METHOD}"
+    further = len(modules) - 1
+    more = f", {further} module{'s' if further > 1 else ''} of it its adapter imports" if further else ""
+    # an error is not kept: the next scoring tries again (an environment being rebuilt, a timeout)
+    result = data.cache.get_or_compute(key, lambda: measure(modules, installation=installation),
+                                       f"{what} of {modules[0]}{more}, in {installation.label}",
+                                       keep=lambda value: "error" not in value)
+    return (None, result["error"]) if "error" in result else (result, None)

@@ -1,0 +1,387 @@
+"""The ``rlcompare`` command line: list, doctor, plan, run (and the commands of score_cli,
+registry_cli and reporting.cli).
+
+Exit status: 0 all well; 1 some runs failed (the rest stored); 2 bad usage or invalid input, with
+one line naming the offender and nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import rlcompare
+from rlcompare.cli import env, registry, report, score
+from rlcompare.cli.options import (
+    DEFAULT_STORE,
+    DEFAULT_TIMEOUT_SECONDS,
+    Parser,
+    memory_size,
+    name_list,
+    positive_float,
+    positive_int,
+)
+from rlcompare.cli.progress import ConsoleProgress, note
+from rlcompare.errors import RLCompareError, UsageError
+from rlcompare.execution.backend import BackendOptions, Limits, cpus_needed
+from rlcompare.execution.driver import Driver
+from rlcompare.execution.local import usable_cpus
+from rlcompare.harness.host import distribution_versions, host_info
+from rlcompare.plan.matrix import Plan, build_plan, resolve_workloads
+from rlcompare.plan.placement import place_runs
+from rlcompare.plugins.manager import Plugins, build_plugin_manager
+from rlcompare.pyenvs.manager import isolation_reason
+from rlcompare.store.sqlite_store import Store
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="rlcompare", description="Compare RL frameworks on identical workloads.")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+
+    listing = commands.add_parser("list", help="list adapters, criteria, workloads, suites or report formats")
+    listing.add_argument("kind", choices=(
+        "adapters", "algorithms", "criteria", "workloads", "suites", "formats", "backends"))
+    listing.add_argument("--json", action="store_true", help="machine-readable output")
+
+    doctor = commands.add_parser("doctor", help="which adapters import, library versions, host")
+    doctor.add_argument("--json", action="store_true", help="machine-readable output")
+
+    for name, text in (("plan", "print the run matrix"), ("run", "execute the run matrix")):
+        command = commands.add_parser(name, help=text)
+        command.add_argument("--suite", help="a built-in or plugin suite (see `rlcompare list suites`)")
+        command.add_argument("--workload", nargs="+", default=[], metavar="FILE", help="workload TOML files")
+        command.add_argument("--adapters", type=name_list, metavar="A,B", help="adapters to run (default: all)")
+        command.add_argument("--seeds", type=positive_int, metavar="N", help="seeds per workload (0..N-1)")
+        command.add_argument("--json", action="store_true", help="machine-readable output")
+        if name == "run":
+            command.add_argument("--store", default=DEFAULT_STORE, metavar="PATH", help="SQLite results store")
+            command.add_argument("--backend", default="local", metavar="NAME",
+                                 help="where runs execute: local (default), ray, or an installed backend "
+                                      "(see `rlcompare list backends`)")
+            command.add_argument("--address", metavar="ADDR",
+                                 help="with --backend ray: the cluster to join (default: start a local one on "
+                                      "loopback for this matrix)")
+            command.add_argument("--jobs", type=positive_int, default=1, metavar="N",
+                                 help="runs at a time (1: exclusive, for the cleanest timings)")
+            command.add_argument("--timeout", type=positive_float, default=DEFAULT_TIMEOUT_SECONDS,
+                                 metavar="SECONDS", help="per run; a run past it is killed and stored as timeout")
+            command.add_argument("--resume", action="store_true",
+                                 help="skip runs already stored as ok with the same workload digest")
+            command.add_argument("--max-memory", type=memory_size, metavar="SIZE",
+                                 help="per run, e.g. 4G: a run whose process tree grows past it is stopped "
+                                      "and stored as failed")
+            command.add_argument("--isolate", action="store_true",
+                                 help="run every adapter in its own environment (default: only those that do "
+                                      "not fit the main one; see `rlcompare env`)")
+
+    for group in (registry, env, score, report):
+        group.add_commands(commands)
+    return parser
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+def _warn_plugin_errors(plugins: Plugins) -> None:
+    for error in plugins.errors:
+        print(f"warning: {error}", file=sys.stderr)
+
+
+def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, show_lines=False)
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*("" if cell is None else str(cell) for cell in row))
+    Console(width=160).print(table)
+
+
+# -- commands ----------------------------------------------------------------------------------------
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    plugins = build_plugin_manager()
+    _warn_plugin_errors(plugins)
+    if args.kind == "adapters":
+        rows = []
+        for adapter_id, adapter_class in sorted(plugins.adapters.items()):
+            adapter = adapter_class()
+            capabilities = adapter.capabilities()
+            origin = plugins.origin("adapter", adapter_id)
+            rows.append({
+                "id": adapter_id,
+                "framework": adapter.framework,
+                "summary": adapter.summary,
+                "plugin": origin.plugin,
+                "distribution": origin.distribution,
+                "version": origin.version,
+                "capabilities": capabilities.to_dict(),
+            })
+        if args.json:
+            _print_json(rows)
+        else:
+            _table("adapters", ("id", "framework", "algorithms", "plugin", "summary"),
+                   [(r["id"], r["framework"], ",".join(r["capabilities"]["algorithms"]),
+                     f"{r['plugin']} ({r['distribution'] or '?'} {r['version'] or ''})".strip(), r["summary"])
+                    for r in rows])
+    elif args.kind == "workloads":
+        data = [workload.to_dict() for _, workload in sorted(plugins.workloads.items())]
+        if args.json:
+            _print_json(data)
+        else:
+            _table("workloads", ("id", "env", "algorithm", "env steps", "seeds", "description"),
+                   [(w["id"], w["env"], w["algorithm"], w["env_steps"], w["seeds"], w["description"]) for w in data])
+    elif args.kind == "algorithms":
+        rows = []
+        for name, family in sorted(plugins.algorithms.items()):
+            origin = plugins.origin("algorithm", name)
+            rows.append({**family.to_dict(), "plugin": origin.plugin, "distribution": origin.distribution,
+                         "version": origin.version})
+        if args.json:
+            _print_json(rows)
+        else:
+            _table("algorithms", ("name", "kind", "action spaces", "budget per", "plugin", "description"),
+                   [(r["name"], r["kind"], ",".join(r["action_spaces"]), r["granularity"],
+                     f"{r['plugin']} ({r['distribution'] or '?'} {r['version'] or ''})", r["description"])
+                    for r in rows])
+    elif args.kind == "formats":
+        return report.list_formats(plugins, args.json)
+    elif args.kind == "backends":
+        rows = []
+        for name, backend_class in sorted(plugins.backends.items()):
+            origin = plugins.origin("backend", name)
+            rows.append({"id": name, "description": backend_class.description, "plugin": origin.plugin,
+                         "distribution": origin.distribution, "version": origin.version})
+        if args.json:
+            _print_json(rows)
+        else:
+            _table("backends", ("id", "description", "plugin"),
+                   [(r["id"], r["description"], f"{r['plugin']} ({r['distribution'] or '?'} {r['version'] or ''})")
+                    for r in rows])
+    elif args.kind == "suites":
+        data = [{"name": s.name, "workloads": list(s.workload_ids), "description": s.description}
+                for _, s in sorted(plugins.suites.items())]
+        if args.json:
+            _print_json(data)
+        else:
+            _table("suites", ("name", "workloads", "description"),
+                   [(s["name"], ", ".join(s["workloads"]), s["description"]) for s in data])
+    else:
+        data = [
+            {"id": c.id, "title": c.title, "category": c.category, "unit": c.unit, "direction": c.direction,
+             "method": c.method, "normalization": c.normalization}
+            for _, c in sorted(plugins.criteria.items())
+        ]
+        if args.json:
+            _print_json(data)
+        else:
+            _table("criteria", ("id", "title", "category", "unit", "direction"),
+                   [(c["id"], c["title"], c["category"], c["unit"], c["direction"]) for c in data])
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    import importlib
+    import time
+
+    plugins = build_plugin_manager()
+    adapters = []
+    for adapter_id, adapter_class in sorted(plugins.adapters.items()):
+        adapter = adapter_class()
+        isolated = isolation_reason(adapter_class)
+        entry: dict[str, Any] = {"id": adapter_id, "framework": adapter.framework, "importable": True,
+                                 "error": None, "import_seconds": None, "own_environment": isolated}
+        if isolated is not None:
+            # it never runs here: its framework lives in its own environment (`rlcompare env build ID`)
+            entry.update(importable=None, versions={})
+            adapters.append(entry)
+            continue
+        if adapter.import_name:
+            started = time.perf_counter()
+            try:
+                importlib.import_module(adapter.import_name)
+                entry["import_seconds"] = round(time.perf_counter() - started, 3)
+            except Exception as exc:  # noqa: BLE001 - doctor reports every failure
+                entry.update(importable=False, error=f"{type(exc).__name__}: {exc}")
+        entry["versions"] = distribution_versions(adapter.distributions)
+        adapters.append(entry)
+    report = {
+        "host": host_info(),
+        "adapters": adapters,
+        "plugin_errors": [str(error) for error in plugins.errors],
+    }
+    if args.json:
+        _print_json(report)
+        return 0
+    host = report["host"]
+    print(f"host {host['fingerprint']}: {host['cpu_model']}, {host['usable_cpus']} usable CPUs, "
+          f"Python {host['python']}, {host['system']}")
+    _table("adapters", ("id", "framework", "imports", "versions", "error"),
+           [(a["id"], a["framework"],
+             "own env" if a["importable"] is None else "yes" if a["importable"] else "NO",
+             ", ".join(f"{k} {v}" for k, v in a["versions"].items())
+             or f"runs in its own environment ({a['own_environment']}): rlcompare env build {a['id']}",
+             a["error"]) for a in adapters])
+    for error in report["plugin_errors"]:
+        print(f"plugin error: {error}")
+    return 0
+
+
+def _plan_from_args(args: argparse.Namespace) -> Plan:
+    return _plugins_and_plan(args)[1]
+
+
+def _plugins_and_plan(args: argparse.Namespace) -> tuple[Plugins, Plan]:
+    plugins = build_plugin_manager()
+    _warn_plugin_errors(plugins)
+    catalogue = plugins.plan_catalogue()
+    workloads = resolve_workloads(catalogue, args.suite, args.workload)
+    return plugins, build_plan(catalogue, workloads, args.adapters, args.seeds)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    plan = _plan_from_args(args)
+    cpus = usable_cpus()
+    if args.json:
+        _print_json({
+            "runs": [{"run_id": r.run_id, "workload": r.workload.id, "adapter": r.adapter_id,
+                      "framework": r.framework, "seed": r.seed, "workload_digest": r.workload.digest,
+                      "cpus_needed": cpus_needed(r), "oversubscribed_here": cpus_needed(r) > cpus}
+                     for r in plan.runs],
+            "refused": [{"workload": r.workload.id, "adapter": r.adapter_id, "reason": r.reason}
+                        for r in plan.refused],
+            "usable_cpus": cpus,
+        })
+        return 0
+    crowded = 0
+    for run in plan.runs:
+        needed = cpus_needed(run)
+        flag = ""
+        if needed > cpus:
+            crowded += 1
+            flag = f"\toversubscribed: needs {needed} CPUs, this machine has {cpus}"
+        print(f"{run.run_id}\tworkload={run.workload.id}\tadapter={run.adapter_id}\tseed={run.seed}"
+              f"\tenv={run.workload.env}\talgorithm={run.workload.algorithm}\tsteps={run.workload.env_steps}"
+              f"\tcpus={needed}{flag}")
+    for refused in plan.refused:
+        print(f"refused\t{refused.reason}")
+    note = f"; {crowded} need more CPUs than this machine has (their throughput measures contention)" if crowded else ""
+    print(f"# {len(plan.runs)} runs, {len(plan.refused)} refused pairs{note}", file=sys.stderr)
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import signal
+
+
+    plugins, plan = _plugins_and_plan(args)  # every input is validated first, then the store, then runs start
+    backend_class = plugins.backend(args.backend)
+    if args.address is not None and args.backend != "ray":
+        raise UsageError(f"--address: only --backend ray joins a cluster, not {args.backend!r}")
+    backend = backend_class(Limits(args.timeout, args.max_memory), BackendOptions(jobs=args.jobs, address=args.address))
+    backend.check()
+    with Store(args.store) as store:
+        store.check_writable()
+        # adapters that do not fit the main environment get their own, built before any run starts
+        plan = place_runs(plugins.adapters, plan, isolate=args.isolate, log=note)
+        progress = ConsoleProgress(total=len(plan.runs))
+        progress.warn_oversubscribed(plan, backend)
+        driver = Driver(store, backend, on_start=progress.started, on_finish=progress.finished,
+                        families=plugins.algorithms)
+        summary = driver.run(plan, resume=args.resume)
+    progress.close(summary, args.store)
+    if args.json:
+        _print_json({"store": args.store, "counts": dict(summary.counts), "skipped": summary.skipped,
+                     "recovered": [{"run_id": o.run_id, "status": o.status} for o in summary.recovered],
+                     "unstored": [{"run_id": r, "directory": d, "error": e} for r, d, e in summary.unstored],
+                     "runs": [{"run_id": o.run_id, "status": o.status} for o in summary.outcomes]})
+    if summary.recovered:
+        statuses = ", ".join(f"{n} {status}" for status, n in sorted(
+            Counter(o.status for o in summary.recovered).items()))
+        print(f"rlcompare: stored {len(summary.recovered)} runs left by an earlier driver ({statuses})",
+              file=sys.stderr)
+    if summary.interrupted_by is not None:
+        name = signal.Signals(summary.interrupted_by).name
+        print(f"rlcompare: stopped by {name}; runs in flight are stored as interrupted with their evaluation "
+              f"points; `rlcompare run ... --resume` runs what is missing", file=sys.stderr)
+        return 128 + summary.interrupted_by
+    if summary.unstored:
+        run_id, directory, error = summary.unstored[0]
+        print(f"rlcompare: error: {len(summary.unstored)} finished runs could not be stored ({error}); their "
+              f"results are kept in {Path(directory).parent}; run again with --resume to store them",
+              file=sys.stderr)
+        return 1
+    return 0 if summary.all_ok else 1
+
+
+COMMANDS = {"list": cmd_list, "doctor": cmd_doctor, "plan": cmd_plan, "run": cmd_run,
+            **registry.COMMANDS, **env.COMMANDS, **score.COMMANDS, **report.COMMANDS}
+
+
+#: Commands that only read and analyse a store (see main()).
+_ANALYSIS_COMMANDS = ("score", "report", "cite", "bundle", "verify")
+
+
+def _raise_broken_pipe(_console: Any) -> None:
+    raise BrokenPipeError
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import rich.console
+
+    # rich exits with status 1 on a closed pipe; let main() treat it like any other write
+    rich.console.Console.on_broken_pipe = _raise_broken_pipe  # type: ignore[method-assign]
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        print(rlcompare.__version__)
+        return 0
+    if args.command in _ANALYSIS_COMMANDS and "pyarrow" not in sys.modules and not os.environ.get("RLCOMPARE_PYARROW"):
+        # pandas imports pyarrow whenever it is installed (Ray brings it); no analysis command uses
+        # it, and importing it and tearing it down again took 0.4 s of every `score` here.
+        # RLCOMPARE_PYARROW=1 keeps it (for an outside criterion or format that needs it).
+        sys.modules["pyarrow"] = None  # type: ignore[assignment]
+    if args.command is None:
+        parser.print_help()
+        print("rlcompare: error: give a command (listed above)", file=sys.stderr)
+        return 2
+    try:
+        status = COMMANDS[args.command](args)
+        sys.stdout.flush()  # inside the try: a closed pipe is noticed here, not at exit
+        return status
+    except RLCompareError as error:
+        print(f"rlcompare: error: {_one_line(str(error))}", file=sys.stderr)
+        return error.exit_status
+    except KeyboardInterrupt:
+        print("rlcompare: interrupted; finished runs are stored (use --resume)", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # the reader of our output went away (`rlcompare frameworks --json | head -1`): not an error
+        _silence_stdout()
+        return 0
+
+
+def _one_line(text: str, limit: int = 600) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _silence_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

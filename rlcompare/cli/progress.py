@@ -1,0 +1,108 @@
+"""Progress of a matrix on stderr: on a terminal, a live bar (done / failed / running / remaining,
+time left) with one line per finished run above it; otherwise plain lines, one per event, never
+wrapped, for logs and CI."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import IO, TYPE_CHECKING, Any
+
+from rlcompare.execution.backend import cpus_needed
+
+if TYPE_CHECKING:
+    from rlcompare.execution.backend import Backend
+    from rlcompare.execution.driver import RunOutcome, RunSummary
+    from rlcompare.plan.matrix import Plan, PlannedRun
+
+def note(message: str) -> None:
+    """One ``rlcompare: MESSAGE`` line on stderr: what a command is doing (building an environment,
+    measuring a framework) while it would otherwise say nothing."""
+    print(f"rlcompare: {message}", file=sys.stderr)
+
+
+STYLES = {"ok": "green", "failed": "red", "timeout": "yellow", "invalid": "magenta", "interrupted": "yellow"}
+
+
+class ConsoleProgress:
+    def __init__(self, total: int, stream: IO[str] | None = None) -> None:
+        self.total = total
+        self.stream = stream or sys.stderr
+        self.done = self.failed = self.running = 0
+        self.started_at = time.monotonic()
+        self.live = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._progress: Any = None
+        self._task: Any = None
+        if self.live and total:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            console = Console(file=self.stream, highlight=False)
+            self._progress = Progress(TextColumn("[bold]runs"), BarColumn(), MofNCompleteColumn(),
+                                      TextColumn("{task.fields[counts]}"), TimeRemainingColumn(), console=console,
+                                      transient=True)
+            self._task = self._progress.add_task("runs", total=total, counts=self._counts())
+            self._progress.start()
+
+    def _counts(self) -> str:
+        remaining = self.total - self.done - self.running
+        return f"{self.done - self.failed} ok, {self.failed} not ok, {self.running} running, {remaining} to go"
+
+    def _line(self, text: str, markup: str | None = None) -> None:
+        if self._progress is not None:
+            self._progress.console.print(markup or text, soft_wrap=True)
+        else:
+            print(text, file=self.stream, flush=True)
+
+    def warn_oversubscribed(self, plan: Plan, backend: Backend) -> None:
+        """Say up front which runs will keep more CPUs busy than they are given (contention)."""
+        given = getattr(backend, "cpus_given", None)
+        if not callable(given):
+            return
+        crowded = [run for run in plan.runs if cpus_needed(run) > given()]
+        if crowded:
+            workloads = sorted({run.workload.id for run in crowded})
+            self._line(f"note: {len(crowded)} runs ({', '.join(workloads)}) keep more CPUs busy than the "
+                       f"{given()} each gets here: their throughput measures contention, not the framework")
+
+    def started(self, planned: PlannedRun) -> None:
+        self.running += 1
+        self._line(f"start {planned.run_id}", f"[dim]start[/dim] {planned.run_id}")
+        self._update()
+
+    def finished(self, outcome: RunOutcome) -> None:
+        self.running = max(0, self.running - 1)
+        self.done += 1
+        if outcome.status != "ok":
+            self.failed += 1
+        record = outcome.record
+        parts = [f"[{self.done}/{self.total}] {outcome.run_id}"]
+        if record.final_return_mean is not None:
+            parts.append(f"return {record.final_return_mean:.1f}")
+        if record.throughput:
+            parts.append(f"{record.throughput:.0f} steps/s")
+        parts.append(f"{record.wall_seconds or 0.0:.1f} s")
+        if outcome.status != "ok" and record.error:
+            parts.append(f"- {record.error}")
+        text = "  ".join(parts)
+        style = STYLES.get(outcome.status, "white")
+        self._line(f"{outcome.status:<11} {text}", f"[{style}]{outcome.status:<11}[/{style}] {_escape(text)}")
+        self._update()
+
+    def _update(self) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, completed=self.done, counts=self._counts())
+
+    def close(self, summary: RunSummary, store: str) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+        counts = ", ".join(f"{count} {status}" for status, count in sorted(summary.counts.items())) or "nothing run"
+        skipped = f", {len(summary.skipped)} already stored" if summary.skipped else ""
+        elapsed = time.monotonic() - self.started_at
+        print(f"{counts}{skipped}; stored in {store} ({elapsed:.0f} s)", file=self.stream, flush=True)
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)

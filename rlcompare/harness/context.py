@@ -1,0 +1,169 @@
+"""What an adapter sees of the harness while it trains, inside the run's own process.
+
+The context owns the clock: start-up ends at :meth:`TrainingContext.start_training`, evaluation
+time is measured around each evaluation and subtracted, so training time is the framework's own.
+It owns the step count (through :mod:`rlcompare.harness.counted_envs`) and the curve, which it appends to a
+progress file as it goes, so a run that crashes or times out keeps every finished evaluation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rlcompare.harness import run_directory as rundir
+from rlcompare.harness.counted_envs import DEFAULT_SLOTS, EnvFactory, StepCounter
+from rlcompare.harness.evaluation import EvaluationResult, Evaluator, Policy
+from rlcompare.harness.protocol import CurvePoint
+from rlcompare.harness.workload_view import WorkloadLike
+
+
+class TrainingContext:
+    """Handed to :meth:`rlcompare.harness.contract.Adapter.train`."""
+
+    def __init__(
+        self,
+        workload: WorkloadLike,
+        seed: int,
+        run_dir: str | Path,
+        launched_at: float | None = None,
+    ) -> None:
+        self.workload = workload
+        self.seed = seed
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.launched_at = launched_at if launched_at is not None else time.time()
+        self.counter = StepCounter(self.run_dir / rundir.STEPS, DEFAULT_SLOTS, create=True)
+        self.progress_path = self.run_dir / rundir.PROGRESS
+        protocol = workload.evaluation
+        first = seed * protocol.episodes + protocol.seed_offset
+        self._evaluator = Evaluator(workload.env, workload.env_kwargs, list(range(first, first + protocol.episodes)))
+        self._next_evaluation = 0 if protocol.at_start else protocol.interval_steps
+        self._last_evaluated_at: int | None = None
+        self.curve: list[CurvePoint] = []
+        self.startup_seconds: float | None = None
+        self.evaluation_seconds = 0.0
+        self._evaluation_during_training = 0.0
+        self._training_started: float | None = None
+        self._training_stopped: float | None = None
+        self.torch_threads: int | None = None
+
+    # -- for adapters ------------------------------------------------------------------------------
+
+    @property
+    def deterministic(self) -> bool:
+        """Whether evaluation policies should act greedily (the workload says)."""
+        return self.workload.evaluation.deterministic
+
+    def env_factory(self, slot: int) -> EnvFactory:
+        """A picklable factory for the environment in ``slot`` (one slot per env instance)."""
+        if not 0 <= slot < self.counter.slots:
+            raise ValueError(f"env slot {slot} outside 0..{self.counter.slots - 1}")
+        return EnvFactory(self.workload.env, dict(self.workload.env_kwargs), str(self.counter.path), slot)
+
+    @property
+    def env_steps(self) -> int:
+        """Env steps counted by the harness so far, across every process on this host."""
+        return self.counter.steps()
+
+    @property
+    def budget_reached(self) -> bool:
+        return self.env_steps >= self.workload.env_steps
+
+    def start_training(self) -> None:
+        """Mark the end of start-up: the framework is imported and the algorithm built."""
+        self.pin_threads()
+        now = time.time()
+        self.startup_seconds = now - self.launched_at
+        self._training_started = time.perf_counter()
+
+    def checkpoint(self, policy: Policy, framework_env_steps: int | None = None) -> bool:
+        """Evaluate ``policy`` if an evaluation point is due; return whether it evaluated.
+
+        Cheap when nothing is due; call it after every environment step or rollout.
+        """
+        steps = self.env_steps
+        if steps < self._next_evaluation:
+            return False
+        self._evaluate(policy, steps, framework_env_steps)
+        interval = self.workload.evaluation.interval_steps
+        self._next_evaluation = (steps // interval + 1) * interval
+        return True
+
+    # -- for the harness ---------------------------------------------------------------------------
+
+    def pin_threads(self) -> None:
+        """Pin torch's threads the same way for every adapter (env vars cover BLAS and OpenMP)."""
+        torch = sys.modules.get("torch")
+        threads = self.workload.parallelism.threads_per_worker
+        if torch is not None:
+            torch.set_num_threads(threads)
+            self.torch_threads = int(torch.get_num_threads())
+
+    def stop_training(self) -> None:
+        if self._training_stopped is None:
+            self._training_stopped = time.perf_counter()
+
+    @property
+    def training_seconds(self) -> float:
+        """Wall time between start and stop of training, less evaluations made meanwhile."""
+        if self._training_started is None:
+            return 0.0
+        end = self._training_stopped if self._training_stopped is not None else time.perf_counter()
+        return max(0.0, end - self._training_started - self._evaluation_during_training)
+
+    def final_evaluation(self, policy: Policy, framework_env_steps: int | None) -> CurvePoint:
+        """Evaluate the trained policy at the final step count, unless that was just done."""
+        self.stop_training()
+        steps = self.env_steps
+        if self._last_evaluated_at != steps or not self.curve:
+            self._evaluate(policy, steps, framework_env_steps)
+        return self.curve[-1]
+
+    def _evaluate(self, policy: Policy, steps: int, framework_env_steps: int | None) -> None:
+        started = time.perf_counter()
+        result: EvaluationResult = self._evaluator.evaluate(policy)
+        self._exclude(time.perf_counter() - started)
+        point = CurvePoint(
+            env_steps=steps,
+            framework_env_steps=framework_env_steps,
+            train_seconds=self.training_seconds,
+            return_mean=result.mean,
+            return_std=result.std,
+            returns=tuple(result.returns),
+            episode_length_mean=float(sum(result.lengths)) / len(result.lengths),
+        )
+        self.curve.append(point)
+        self._last_evaluated_at = steps
+        # The bookkeeping is the harness's too: excluded from training time like the evaluation.
+        started = time.perf_counter()
+        self.counter.flush()  # the counts behind this point reach the disk with it
+        with self.progress_path.open("a", encoding="utf-8") as progress:
+            progress.write(json.dumps(point.to_dict()) + "\n")
+            progress.flush()
+            os.fsync(progress.fileno())
+        self._exclude(time.perf_counter() - started)
+
+    def _exclude(self, seconds: float) -> None:
+        """Count ``seconds`` as evaluation time, out of training time."""
+        self.evaluation_seconds += seconds
+        if self._training_stopped is None:
+            self._evaluation_during_training += seconds
+
+    def close(self) -> None:
+        self._evaluator.close()
+
+    def summary(self) -> dict[str, Any]:
+        steps, episodes = self.counter.totals()
+        return {
+            "env_steps": steps,
+            "episodes": episodes,
+            "startup_seconds": self.startup_seconds,
+            "training_seconds": self.training_seconds,
+            "evaluation_seconds": self.evaluation_seconds,
+            "torch_threads": self.torch_threads,
+        }

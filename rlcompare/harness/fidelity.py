@@ -1,0 +1,131 @@
+"""One table per adapter maps canonical settings to native ones; the same table yields both the
+framework's keyword arguments and the fidelity report, so the two can never disagree."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from rlcompare.harness.workload_view import WorkloadLike
+
+
+class Fidelity(enum.StrEnum):
+    """How faithfully a canonical setting reaches the framework."""
+
+    EXACT = "exact"
+    APPROXIMATE = "approximate"
+    UNSUPPORTED = "unsupported"
+
+
+@dataclass(frozen=True)
+class FidelityEntry:
+    """One canonical setting, its framework-native counterpart and how well they match."""
+
+    setting: str
+    value: Any
+    status: Fidelity
+    native_name: str | None = None
+    native_value: Any = None
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["status"] = self.status.value
+        return data
+
+
+Judge = Callable[[Any, WorkloadLike], tuple[Fidelity, str]]
+
+
+def _same(value: Any, _: WorkloadLike) -> Any:
+    return value
+
+
+@dataclass(frozen=True)
+class Setting:
+    """How one canonical hyperparameter reaches the framework.
+
+    ``native`` is the framework's keyword (None: nothing to pass); ``convert`` turns the canonical
+    value into the native one; ``judge`` decides exact/approximate/unsupported for this value
+    (default: exact).
+    """
+
+    canonical: str
+    native: str | None
+    convert: Callable[[Any, WorkloadLike], Any] = _same
+    judge: Judge | None = None
+    note: str = ""
+
+    def entry(self, workload: WorkloadLike) -> tuple[FidelityEntry, Any]:
+        value = getattr(workload.hyperparameters, self.canonical)
+        status, note = (Fidelity.EXACT, self.note) if self.judge is None else self.judge(value, workload)
+        native_value = None if status is Fidelity.UNSUPPORTED else self.convert(value, workload)
+        entry = FidelityEntry(
+            setting=f"hyperparameters.{self.canonical}",
+            value=value,
+            status=status,
+            native_name=self.native,
+            native_value=_plain(native_value),
+            note=note or self.note,
+        )
+        return entry, native_value
+
+
+def map_settings(workload: WorkloadLike, settings: Iterable[Setting]) -> tuple[dict[str, Any], list[FidelityEntry]]:
+    """Native keyword arguments and fidelity entries for ``workload``'s hyperparameters.
+
+    Every canonical hyperparameter of the workload's algorithm must appear in ``settings``
+    (a canonical setting an adapter forgot would silently use the framework's default).
+    """
+    settings = list(settings)
+    known = {setting.canonical for setting in settings}
+    missing = canonical_settings(workload.hyperparameters) - known
+    if missing:
+        raise ValueError(f"no mapping for canonical settings {sorted(missing)}")
+    kwargs: dict[str, Any] = {}
+    entries = []
+    for setting in settings:
+        entry, native_value = setting.entry(workload)
+        entries.append(entry)
+        if setting.native is not None and entry.status is not Fidelity.UNSUPPORTED:
+            kwargs[setting.native] = native_value
+    return kwargs, entries
+
+
+def canonical_settings(hyperparameters: Any) -> set[str]:
+    """The canonical setting names of a workload's hyperparameters: the validated model's fields
+    (driver), or the keys of the worker's plain-data view (:mod:`rlcompare.harness.workload_view`)."""
+    fields = getattr(type(hyperparameters), "model_fields", None)
+    names = fields if fields is not None else hyperparameters.to_dict()
+    return set(names) - {"algorithm"}
+
+
+def entry(setting: str, value: Any, status: Fidelity, native_name: str | None = None,
+          native_value: Any = None, note: str = "") -> FidelityEntry:
+    """A fidelity entry for a non-hyperparameter setting (network, parallelism, evaluation)."""
+    return FidelityEntry(setting, _plain(value), status, native_name, _plain(native_value), note)
+
+
+def only_if(expected: Any, note: str) -> Judge:
+    """Exact when the canonical value equals ``expected``; unsupported otherwise. ``note`` says how
+    the framework fixes this behaviour, which is also why an exact entry names no native setting."""
+
+    def judge(value: Any, _: WorkloadLike) -> tuple[Fidelity, str]:
+        return (Fidelity.EXACT if value == expected else Fidelity.UNSUPPORTED), note
+
+    return judge
+
+
+def _plain(value: Any) -> Any:
+    """JSON-friendly form of a native value (classes by qualified name)."""
+    if isinstance(value, type):
+        return f"{value.__module__}.{value.__qualname__}"
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)

@@ -1,0 +1,142 @@
+"""Run validity: whether a finished run may count as a result, decided once and stored with it.
+
+A run that finished without an error still does not count when it broke the rules every adapter is
+held to: the harness counted no environment steps, the run went past (or stopped short of) its
+budget by more than the adapter's declared granularity allows, the framework's own step count
+disagrees with the harness's, no evaluation happened, or an evaluation returned NaN. Such a run is
+stored with status ``invalid`` and the reasons, is left out of every performance criterion and
+counts as not completed. The tolerances follow from the workload and the adapter's declared
+:class:`BudgetTolerance`, never from a constant.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rlcompare.harness.workload_view import WorkloadLike
+
+#: How an adapter's training loop meets its budget, from finest to coarsest.
+GRANULARITIES = ("step", "update", "rollout", "episode", "generation")
+
+
+@dataclass(frozen=True)
+class BudgetTolerance:
+    """How far a run of one adapter on one workload may land from its budget of env steps.
+
+    ``overshoot_steps`` bounds ``|harness steps - budget|``: a loop that checks the budget after
+    each rollout (or episode, or generation) ends up to one such unit past it. ``count_gap_steps``
+    bounds ``|framework steps - harness steps|``: the framework may report its count at a coarser
+    grain than the harness counts.
+    """
+
+    granularity: str
+    overshoot_steps: int
+    count_gap_steps: int
+
+    def __post_init__(self) -> None:
+        if self.granularity not in GRANULARITIES:
+            raise ValueError(f"granularity must be one of {', '.join(GRANULARITIES)}, got {self.granularity!r}")
+        for name in ("overshoot_steps", "count_gap_steps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a non-negative whole number of env steps, got {value!r}")
+
+    @classmethod
+    def for_workload(cls, workload: WorkloadLike) -> BudgetTolerance:
+        """The default: one unit of the workload's algorithm family, as the family declares it (one
+        rollout of every env for on-policy methods, one update interval for off-policy ones, one
+        generation for evolutionary ones), twice that with asynchronous sampling (one more batch
+        in flight)."""
+        steps = workload.rollout_env_steps
+        if workload.parallelism.mode == "async":
+            steps *= 2
+        return cls(workload.family.granularity, steps, steps)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One rule, whether the run kept it, and the figures it was judged on."""
+
+    rule: str
+    passed: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Every rule's check; the run is valid when all passed."""
+
+    checks: tuple[Check, ...]
+
+    @property
+    def valid(self) -> bool:
+        return all(check.passed for check in self.checks)
+
+    @property
+    def reasons(self) -> list[str]:
+        return [check.detail for check in self.checks if not check.passed]
+
+    def summary(self) -> str:
+        """One line: ``valid``, or ``invalid: reason; reason``."""
+        return "valid" if self.valid else "invalid: " + "; ".join(self.reasons)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"valid": self.valid, "reasons": self.reasons,
+                "checks": [asdict(check) for check in self.checks]}
+
+
+def judge_run(
+    *,
+    env_steps: int | None,
+    framework_env_steps: int | None,
+    budget: int,
+    tolerance: BudgetTolerance,
+    evaluation_returns: Sequence[float],
+    final_return: float | None,
+) -> Verdict:
+    """Judge a run that finished without an error.
+
+    ``evaluation_returns`` are the mean returns of its evaluation points (the final one included).
+    """
+    steps = int(env_steps or 0)
+    checks = [Check("steps", steps > 0, f"the harness counted {steps} env steps" if steps <= 0
+                    else f"{steps} env steps counted by the harness")]
+
+    low, high = budget - tolerance.overshoot_steps, budget + tolerance.overshoot_steps
+    within = low <= steps <= high
+    if within:
+        detail = f"{steps} env steps for a budget of {budget} (allowed {max(0, low)}..{high})"
+    else:
+        side = "past" if steps > high else "short of"
+        detail = (f"{steps} env steps, {abs(steps - budget)} {side} the budget of {budget}; one "
+                  f"{tolerance.granularity} allows {tolerance.overshoot_steps}")
+    checks.append(Check("budget", within, detail))
+
+    if framework_env_steps is None:
+        checks.append(Check("step_counts", False, "the adapter reported no framework step count"))
+    else:
+        gap = abs(int(framework_env_steps) - steps)
+        agree = gap <= tolerance.count_gap_steps
+        checks.append(Check(
+            "step_counts", agree,
+            f"framework counted {framework_env_steps} env steps, the harness {steps}"
+            + ("" if agree else f": a gap of {gap}, more than the {tolerance.count_gap_steps} allowed"),
+        ))
+
+    evaluations = len(evaluation_returns)
+    checks.append(Check("evaluated", evaluations > 0,
+                        f"{evaluations} evaluation points" if evaluations else "no evaluation happened"))
+
+    returns = [*evaluation_returns, *([] if final_return is None else [final_return])]
+    bad = [value for value in returns if value is None or not math.isfinite(float(value))]
+    checks.append(Check("finite_returns", not bad,
+                        "every evaluation return is finite" if not bad
+                        else f"{len(bad)} evaluation returns are not finite numbers"))
+    return Verdict(tuple(checks))

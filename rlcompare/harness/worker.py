@@ -1,0 +1,99 @@
+"""The entry point of one run's own process: ``python -m rlcompare.harness.worker SPEC.json``.
+
+The runner starts a fresh interpreter per run and hands it the run spec as JSON (never a fork of
+the driver), so a framework with dependencies that conflict with rlcompare's runs under its own
+Python environment (:mod:`rlcompare.pyenvs`). The worker is minimal: the driver validated the
+workload, resolved the adapter and computed its fidelity report, so the spec carries plain data
+(the resolved workload, the adapter's ``module:qualname``, the fidelity report, the budget
+tolerance, the distributions to record) and the worker needs only the standard library, numpy,
+gymnasium, the harness's light modules and the adapter's own module: no pydantic, no pluggy, no
+plugin manager, no registry.
+The worker writes its outcome to ``result.json`` in the run directory; the curve is appended to
+``progress.jsonl`` as it is measured, so a crash keeps every finished evaluation point.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from rlcompare.harness.context import TrainingContext
+from rlcompare.harness.contract import Adapter
+from rlcompare.harness.driver_watch import watch_driver
+from rlcompare.harness.host import distribution_versions, host_info, loaded_versions
+from rlcompare.harness.protocol import RunResult, RunSpec
+from rlcompare.harness.run_directory import RunDirectory
+from rlcompare.harness.workload_view import workload_view
+
+
+def load_adapter_class(reference: str) -> type[Adapter]:
+    """The adapter class a spec names as ``module:qualname`` (importing only that module)."""
+    module_name, _, qualname = str(reference).partition(":")
+    if not module_name or not qualname:
+        raise ValueError(f"the run spec's adapter_class must be 'module:qualname', got {reference!r}")
+    target: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    if not (isinstance(target, type) and issubclass(target, Adapter)):
+        raise TypeError(f"{reference} is not an rlcompare adapter class")
+    return target
+
+
+def run_spec(spec: RunSpec) -> RunResult:
+    """Train and evaluate one run as ``spec`` says; return its result."""
+    workload = workload_view(spec.workload, spec.workload_derived)
+    adapter = load_adapter_class(spec.adapter_class)()
+    result = RunResult(run_id=spec.run_id, status="failed", host=host_info(),
+                       versions=distribution_versions(spec.distributions), fidelity=spec.fidelity)
+    context = TrainingContext(workload, spec.seed, spec.run_dir, launched_at=spec.launched_at)
+    try:
+        outcome = adapter.train(workload, context)
+        context.stop_training()
+        final = context.final_evaluation(outcome.policy, outcome.framework_env_steps)
+        result = dataclasses.replace(
+            result, status="ok", framework_env_steps=outcome.framework_env_steps,
+            native_config=outcome.native_config, final_return_mean=final.return_mean,
+            final_return_std=final.return_std)
+    except Exception as exc:  # noqa: BLE001 - any failure of a framework is a failed run, stored
+        result = dataclasses.replace(result, error=_first_line(exc), traceback=traceback.format_exc())
+    finally:
+        context.stop_training()
+        measured = context.summary()
+        context.close()
+        # gymnasium and numpy as imported by this run
+        result = dataclasses.replace(result, **measured, versions={**result.versions, **loaded_versions()})
+    return result
+
+
+def _first_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+
+
+def main(argv: list[str] | None = None) -> int:
+    watch_driver()  # first: a worker whose driver dies stops, whatever it is doing
+    argv = sys.argv[1:] if argv is None else argv
+    data = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    started = time.time()
+    run_id = str(data.get("run_id")) if isinstance(data, dict) else "?"
+    try:
+        spec = RunSpec.from_dict(data)
+        result = run_spec(spec)
+    except Exception as exc:  # noqa: BLE001 - e.g. the adapter's plugin vanished; still a result
+        result = RunResult(run_id=run_id, status="failed", error=_first_line(exc), traceback=traceback.format_exc())
+    result = dataclasses.replace(result, worker_seconds=time.time() - started)
+    # atomic and synced: the driver (or the next one, if this one died) never reads half a result
+    RunDirectory(Path(data["run_dir"])).write_result(result)
+    sys.stdout.flush()
+    # Frameworks sometimes leave non-daemon threads behind; the result is safe, so leave now.
+    os._exit(0 if result.status == "ok" else 1)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,149 @@
+"""The run matrix: workloads x adapters x seeds, made explicit before anything runs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlcompare.errors import IncompatibleError, UsageError
+from rlcompare.harness.contract import Adapter
+from rlcompare.harness.fidelity import Fidelity, FidelityEntry
+from rlcompare.harness.protocol import UNKNOWN_ORIGIN, Origin, WorkerEnvironment
+from rlcompare.harness.validity import BudgetTolerance
+from rlcompare.plan.catalogue import PlanCatalogue
+from rlcompare.spec.workload import Workload, check_environment, load_workload_file
+
+
+def run_id_for(workload_id: str, adapter_id: str, seed: int) -> str:
+    """Greppable run id: ``workload__adapter__sSEED``."""
+    return f"{workload_id}__{adapter_id}__s{seed}"
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    workload: Workload
+    adapter_id: str
+    framework: str
+    seed: int
+    tolerance: BudgetTolerance | None = None
+    origin: Origin = UNKNOWN_ORIGIN
+    #: Resolved by the driver, so the worker needs no plugin manager: the adapter class as
+    #: ``module:qualname``, its fidelity report (plain data) and the distributions to record.
+    adapter_class: str = ""
+    fidelity: tuple[dict[str, Any], ...] = ()
+    distributions: tuple[str, ...] = ()
+    #: The adapter's own Python environment; None: the main one (see :mod:`rlcompare.pyenvs`).
+    environment: WorkerEnvironment | None = None
+
+    @property
+    def budget_tolerance(self) -> BudgetTolerance:
+        return self.tolerance or BudgetTolerance.for_workload(self.workload)
+
+    @property
+    def run_id(self) -> str:
+        return run_id_for(self.workload.id, self.adapter_id, self.seed)
+
+
+def adapter_reference(adapter_class: type) -> str:
+    """``module:qualname`` of an adapter class: all a worker needs to find it."""
+    return f"{adapter_class.__module__}:{adapter_class.__qualname__}"
+
+
+@dataclass(frozen=True)
+class RefusedPair:
+    """An adapter x workload pair left out of the matrix, with the reason (shown, and stored)."""
+
+    workload: Workload
+    adapter_id: str
+    framework: str
+    reason: str
+    origin: Origin = UNKNOWN_ORIGIN
+
+
+@dataclass
+class Plan:
+    runs: list[PlannedRun] = field(default_factory=list)
+    refused: list[RefusedPair] = field(default_factory=list)
+
+
+def resolve_workloads(catalogue: PlanCatalogue, suite: str | None, workload_files: Sequence[str]) -> list[Workload]:
+    """The workloads a command names: a suite's, or those read from files (never both); files may
+    name any family the catalogue knows."""
+    if suite and workload_files:
+        raise UsageError("give either --suite or --workload, not both")
+    if suite:
+        workloads = catalogue.suite(suite)
+    elif workload_files:
+        workloads = [load_workload_file(path, catalogue.families) for path in workload_files]
+    else:
+        raise UsageError("nothing to do: give --suite NAME or --workload FILE")
+    seen: set[str] = set()
+    for workload in workloads:
+        if workload.id in seen:
+            raise UsageError(f"workload id {workload.id!r} appears twice; ids must be unique in one matrix")
+        seen.add(workload.id)
+    return workloads
+
+
+def build_plan(
+    catalogue: PlanCatalogue,
+    workloads: Sequence[Workload],
+    adapter_ids: Sequence[str] | None = None,
+    seeds: int | None = None,
+) -> Plan:
+    """Every (workload, adapter, seed) run. Adapters named explicitly must be able to run every
+    workload (else :class:`IncompatibleError` naming both); with all adapters, a pair an adapter
+    cannot run is recorded as refused instead."""
+    # gymnasium loads here, when a plan is built, not whenever planning is imported (every command)
+    from rlcompare.harness.counted_envs import action_space_kind
+
+    explicit = adapter_ids is not None
+    adapters = [catalogue.adapter(adapter_id) for adapter_id in (adapter_ids or sorted(catalogue.adapters))]
+    plan = Plan()
+    for workload in workloads:
+        check_environment(workload)
+        if seeds is not None:
+            workload = workload.with_seeds(seeds)
+        action_space = action_space_kind(workload.env, workload.env_kwargs)
+        for adapter in adapters:
+            origin = catalogue.origin(adapter.id)
+            try:
+                adapter.check_compatible(workload, action_space)
+                entries = check_faithful(adapter, workload)
+            except IncompatibleError as refusal:
+                if explicit:
+                    raise
+                plan.refused.append(RefusedPair(workload, adapter.id, adapter.framework, str(refusal), origin))
+                continue
+            tolerance = adapter.budget_tolerance(workload)
+            fidelity = tuple(entry.to_dict() for entry in entries)
+            for seed in workload.seed_values:
+                plan.runs.append(PlannedRun(workload, adapter.id, adapter.framework, seed, tolerance, origin,
+                                            adapter_reference(type(adapter)), fidelity, tuple(adapter.distributions)))
+    return plan
+
+
+#: A pair is refused when more than this share of the algorithm's canonical settings cannot reach
+#: the framework: what would run is not the workload that was asked for.
+MAX_UNSUPPORTED_SHARE = 0.5
+
+
+def check_faithful(adapter: Adapter, workload: Workload) -> list[FidelityEntry]:
+    """Refuse a pair whose fidelity report leaves most canonical settings unsupported (or does not
+    mention them: a setting the report omits is counted as unsupported); return the report."""
+    where = f"adapter {adapter.id!r} cannot run workload {workload.id!r} faithfully"
+    try:
+        entries = adapter.fidelity(workload)
+    except Exception as exc:  # noqa: BLE001 - a plugin's failure refuses its own pair only
+        raise IncompatibleError(f"{where}: its fidelity report failed ({type(exc).__name__}: {exc})") from None
+    canonical = [name for name in type(workload.hyperparameters).model_fields if name != "algorithm"]
+    status = {entry.setting.removeprefix("hyperparameters."): entry.status for entry in entries}
+    unsupported = [name for name in canonical if status.get(name, Fidelity.UNSUPPORTED) == Fidelity.UNSUPPORTED]
+    if canonical and len(unsupported) / len(canonical) > MAX_UNSUPPORTED_SHARE:
+        raise IncompatibleError(
+            f"{where}: {len(unsupported)} of {len(canonical)} canonical {workload.algorithm} settings are "
+            f"unsupported or missing from its fidelity report ({', '.join(unsupported[:4])}"
+            f"{', ...' if len(unsupported) > 4 else ''})"
+        )
+    return entries

@@ -1,0 +1,217 @@
+"""Check the registry's repository evidence against local git clones, offline.
+
+For every evidence item that cites a repository file (``repo``, ``commit``, ``path``), look for a
+local clone of ``owner/name`` under a mirrors directory and check that ``git show COMMIT:PATH``
+contains the excerpt, whitespace runs collapsed on both sides. Web pages and papers cannot be
+checked without the network; they are counted, not checked.
+
+    python -m rlcompare.registry.evidence --mirrors DIR [--json] [--strict] [FILE.toml ...]
+
+A clone of ``owner/name`` is found as ``DIR/owner+name`` (the layout of a fetched snapshot, whose
+git directory may sit one level down, e.g. ``DIR/owner+name/repo``), ``DIR/owner/name`` or
+``DIR/name``, matched without regard to case. Exit status 1 when an excerpt, file or commit is not
+found (with ``--strict``, also when a clone is missing), else 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from rlcompare.registry.entries import FrameworkEntry, load_builtin_entries, load_framework_file
+from rlcompare.registry.facts import Evidence, normalize_whitespace
+
+Status = Literal["verified", "excerpt-not-found", "file-not-found", "commit-not-found", "no-clone", "not-checkable"]
+#: How the per-status counts are grouped in the summary.
+NOT_FOUND: tuple[Status, ...] = ("excerpt-not-found", "file-not-found", "commit-not-found")
+GIT_TIMEOUT_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class Check:
+    """The outcome for one evidence item of one fact."""
+
+    entry: str
+    fact: str
+    evidence: Evidence
+    status: Status
+    detail: str = ""
+
+    def line(self) -> str:
+        where = f"{self.evidence.repo}@{(self.evidence.commit or '')[:12]}:{self.evidence.path}"
+        return f"{self.entry}.{self.fact}: {self.status} ({where}){': ' + self.detail if self.detail else ''}"
+
+
+@dataclass
+class EntryReport:
+    """Per-entry counts."""
+
+    entry: str
+    counts: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def verified(self) -> int:
+        return self.counts["verified"]
+
+    @property
+    def not_found(self) -> int:
+        return sum(self.counts[status] for status in NOT_FOUND)
+
+    @property
+    def no_clone(self) -> int:
+        return self.counts["no-clone"]
+
+    @property
+    def not_checkable(self) -> int:
+        return self.counts["not-checkable"]
+
+
+def _is_git_dir(path: Path) -> bool:
+    return (path / "HEAD").is_file() and (path / "objects").is_dir()
+
+
+def _git_dir_in(path: Path) -> Path | None:
+    """The git directory of a clone at ``path``: itself (bare), ``path/.git``, or one level down."""
+    if not path.is_dir():
+        return None
+    for candidate in (path, path / ".git"):
+        if _is_git_dir(candidate):
+            return candidate
+    for child in sorted(path.iterdir()):
+        if child.is_dir():
+            for candidate in (child, child / ".git"):
+                if _is_git_dir(candidate):
+                    return candidate
+    return None
+
+
+class Mirrors:
+    """Local clones under one directory, found by ``owner/name``; git output cached per file."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._names = {child.name.casefold(): child for child in root.iterdir()} if root.is_dir() else {}
+        self._clones: dict[str, Path | None] = {}
+        self._files: dict[tuple[Path, str, str], str | None] = {}
+        self._commits: dict[tuple[Path, str], bool] = {}
+
+    def clone(self, repo: str) -> Path | None:
+        key = repo.casefold()
+        if key not in self._clones:
+            owner, _, name = key.partition("/")
+            found = None
+            for candidate in (self._names.get(f"{owner}+{name}"), self._child(owner, name), self._names.get(name)):
+                if candidate is not None and (found := _git_dir_in(candidate)) is not None:
+                    break
+            self._clones[key] = found
+        return self._clones[key]
+
+    def _child(self, owner: str, name: str) -> Path | None:
+        parent = self._names.get(owner)
+        if parent is None or not parent.is_dir():
+            return None
+        return next((child for child in parent.iterdir() if child.name.casefold() == name), None)
+
+    def has_commit(self, git_dir: Path, commit: str) -> bool:
+        key = (git_dir, commit)
+        if key not in self._commits:
+            result = _git(git_dir, "cat-file", "-e", f"{commit}^{{commit}}")
+            self._commits[key] = result.returncode == 0
+        return self._commits[key]
+
+    def file_text(self, git_dir: Path, commit: str, path: str) -> str | None:
+        key = (git_dir, commit, path)
+        if key not in self._files:
+            result = _git(git_dir, "show", f"{commit}:{path}")
+            self._files[key] = result.stdout.decode("utf-8", "replace") if result.returncode == 0 else None
+        return self._files[key]
+
+
+def _git(git_dir: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, timeout=GIT_TIMEOUT_SECONDS,
+                          check=False)
+
+
+def check_evidence(mirrors: Mirrors, evidence: Evidence) -> tuple[Status, str]:
+    """The status of one evidence item, and a detail line for the not-found ones."""
+    if evidence.kind != "repository":
+        return "not-checkable", ""
+    assert evidence.repo and evidence.commit and evidence.path
+    git_dir = mirrors.clone(evidence.repo)
+    if git_dir is None:
+        return "no-clone", f"no clone of {evidence.repo} under {mirrors.root}"
+    if not mirrors.has_commit(git_dir, evidence.commit):
+        return "commit-not-found", f"{git_dir} has no commit {evidence.commit}"
+    text = mirrors.file_text(git_dir, evidence.commit, evidence.path)
+    if text is None:
+        return "file-not-found", f"no file {evidence.path} at {evidence.commit[:12]}"
+    if normalize_whitespace(evidence.excerpt) in normalize_whitespace(text):
+        return "verified", ""
+    return "excerpt-not-found", f"excerpt {evidence.excerpt[:60]!r} is not in the file"
+
+
+def check_entries(entries: Iterable[FrameworkEntry], mirrors: Mirrors) -> tuple[list[EntryReport], list[Check]]:
+    """Check every evidence item of every entry; per-entry counts and every check."""
+    reports: list[EntryReport] = []
+    checks: list[Check] = []
+    for entry in entries:
+        report = EntryReport(entry.id)
+        for name, fact in entry.facts().items():
+            for evidence in fact.evidence:
+                status, detail = check_evidence(mirrors, evidence)
+                report.counts[status] += 1
+                checks.append(Check(entry.id, name, evidence, status, detail))
+        reports.append(report)
+    return reports, checks
+
+
+def summary_lines(reports: Sequence[EntryReport], checks: Sequence[Check]) -> list[str]:
+    lines = [f"{'entry':<22} {'verified':>8} {'not found':>9} {'no clone':>8} {'web/paper':>9}"]
+    for report in reports:
+        lines.append(f"{report.entry:<22} {report.verified:>8} {report.not_found:>9} {report.no_clone:>8} "
+                     f"{report.not_checkable:>9}")
+    total = EntryReport("total")
+    for report in reports:
+        total.counts.update(report.counts)
+    lines.append(f"{'total':<22} {total.verified:>8} {total.not_found:>9} {total.no_clone:>8} "
+                 f"{total.not_checkable:>9}")
+    lines += [check.line() for check in checks if check.status in NOT_FOUND]
+    missing = sorted({str(check.evidence.repo) for check in checks if check.status == "no-clone"})
+    if missing:
+        lines.append("no local clone of: " + ", ".join(missing))
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rlcompare.registry.evidence", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mirrors", type=Path, required=True, help="directory holding local git clones")
+    parser.add_argument("--json", action="store_true", help="one JSON object: per-entry counts and every failure")
+    parser.add_argument("--strict", action="store_true", help="also fail when a repository has no local clone")
+    parser.add_argument("files", nargs="*", type=Path, help="entry files (default: every built-in entry)")
+    args = parser.parse_args(argv)
+    entries = [load_framework_file(path) for path in args.files] if args.files else list(load_builtin_entries())
+    reports, checks = check_entries(entries, Mirrors(args.mirrors))
+    if args.json:
+        print(json.dumps({
+            "entries": {r.entry: {"verified": r.verified, "not_found": r.not_found, "no_clone": r.no_clone,
+                                  "not_checkable": r.not_checkable} for r in reports},
+            "failures": [check.line() for check in checks if check.status in NOT_FOUND],
+            "no_clone": sorted({str(c.evidence.repo) for c in checks if c.status == "no-clone"}),
+        }, indent=2))
+    else:
+        print("\n".join(summary_lines(reports, checks)))
+    failed = any(check.status in NOT_FOUND for check in checks)
+    if args.strict:
+        failed = failed or any(check.status == "no-clone" for check in checks)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""The built-in algorithm families, registered through the same hook as any plugin's.
+
+Canonical hyperparameters, one model per family; defaults are the common reference values
+(SB3 / CleanRL for the gradient methods, Salimans et al. 2017 for evolution strategies) except where
+noted, and every field says what it means in framework-neutral terms.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, Strict
+
+from rlcompare.harness.workload_view import WorkloadLike
+from rlcompare.spec.families import AlgorithmFamily, CanonicalHyperparameters
+
+# TOML and JSON carry types: strict types refuse a bool for a number and a string for either; a
+# float field still takes an integer. Floats must be finite (CanonicalHyperparameters says so).
+Int = Annotated[int, Strict()]
+Float = Annotated[float, Strict()]
+Bool = Annotated[bool, Strict()]
+
+
+class PPOHyperparameters(CanonicalHyperparameters):
+    """Proximal Policy Optimization (clipped surrogate objective, GAE)."""
+
+    learning_rate: Float = Field(3e-4, gt=0, description="Adam step size, constant over training.")
+    gamma: Float = Field(0.99, gt=0, le=1, description="Discount factor.")
+    gae_lambda: Float = Field(0.95, ge=0, le=1, description="GAE lambda.")
+    clip_range: Float = Field(0.2, gt=0, description="Policy ratio clip epsilon.")
+    rollout_steps: Int = Field(128, gt=0, description="Steps collected per environment per update.")
+    minibatch_size: Int = Field(64, gt=0, description="Transitions per gradient step.")
+    epochs: Int = Field(10, gt=0, description="Passes over each rollout.")
+    entropy_coef: Float = Field(0.0, ge=0, description="Entropy bonus coefficient.")
+    value_coef: Float = Field(0.5, ge=0, description="Value-loss coefficient.")
+    max_grad_norm: Float = Field(0.5, gt=0, description="Global gradient-norm clip.")
+    normalize_advantage: Bool = Field(True, description="Normalize advantages per minibatch.")
+
+
+class A2CHyperparameters(CanonicalHyperparameters):
+    """Advantage Actor-Critic (synchronous)."""
+
+    learning_rate: Float = Field(7e-4, gt=0, description="Optimizer step size, constant.")
+    optimizer: Literal["adam", "rmsprop"] = Field(
+        "adam", description="Optimizer; Adam by default because most frameworks use it for A2C."
+    )
+    gamma: Float = Field(0.99, gt=0, le=1, description="Discount factor.")
+    gae_lambda: Float = Field(1.0, ge=0, le=1, description="GAE lambda (1.0: n-step returns).")
+    rollout_steps: Int = Field(5, gt=0, description="Steps collected per environment per update.")
+    entropy_coef: Float = Field(0.0, ge=0, description="Entropy bonus coefficient.")
+    value_coef: Float = Field(0.5, ge=0, description="Value-loss coefficient.")
+    max_grad_norm: Float = Field(0.5, gt=0, description="Global gradient-norm clip.")
+    normalize_advantage: Bool = Field(False, description="Normalize advantages per update.")
+
+
+class DQNHyperparameters(CanonicalHyperparameters):
+    """Deep Q-Network with a target network and an epsilon-greedy schedule."""
+
+    learning_rate: Float = Field(1e-4, gt=0, description="Adam step size, constant.")
+    gamma: Float = Field(0.99, gt=0, le=1, description="Discount factor.")
+    buffer_size: Int = Field(100_000, gt=0, description="Replay buffer capacity in transitions.")
+    learning_starts: Int = Field(1_000, ge=0, description="Env steps before the first update.")
+    minibatch_size: Int = Field(64, gt=0, description="Transitions per gradient step.")
+    train_every: Int = Field(4, gt=0, description="Env steps between updates.")
+    gradient_steps: Int = Field(1, gt=0, description="Gradient steps per update.")
+    target_update_interval: Int = Field(1_000, gt=0, description="Env steps between target syncs.")
+    exploration_initial_eps: Float = Field(1.0, ge=0, le=1, description="Initial epsilon.")
+    exploration_final_eps: Float = Field(0.05, ge=0, le=1, description="Final epsilon.")
+    exploration_fraction: Float = Field(
+        0.1, gt=0, le=1, description="Share of the budget over which epsilon decays linearly."
+    )
+    max_grad_norm: Float = Field(10.0, gt=0, description="Global gradient-norm clip.")
+    double_q: Bool = Field(False, description="Double Q-learning targets.")
+
+
+class SACHyperparameters(CanonicalHyperparameters):
+    """Soft Actor-Critic with automatic entropy tuning by default."""
+
+    learning_rate: Float = Field(3e-4, gt=0, description="Adam step size for actor, critics, alpha.")
+    gamma: Float = Field(0.99, gt=0, le=1, description="Discount factor.")
+    buffer_size: Int = Field(1_000_000, gt=0, description="Replay buffer capacity in transitions.")
+    learning_starts: Int = Field(100, ge=0, description="Env steps before the first update.")
+    minibatch_size: Int = Field(256, gt=0, description="Transitions per gradient step.")
+    tau: Float = Field(0.005, gt=0, le=1, description="Polyak coefficient for target critics.")
+    train_every: Int = Field(1, gt=0, description="Env steps between updates.")
+    gradient_steps: Int = Field(1, gt=0, description="Gradient steps per update.")
+    entropy_coef: Float | Literal["auto"] = Field("auto", description="Fixed alpha, or 'auto'.")
+
+
+class ESHyperparameters(CanonicalHyperparameters):
+    """Evolution strategies in the style of Salimans et al. (2017): Gaussian perturbations of the
+    policy network's parameters, a search gradient from their returns, an Adam step on the mean.
+    The policy network is the workload's ``network``; there is no value network."""
+
+    population_size: Int = Field(
+        50, gt=1, le=100_000, description="Perturbed policies evaluated per generation (pairs when antithetic)."
+    )
+    sigma: Float = Field(0.1, gt=0, description="Standard deviation of the parameter noise, fixed over training.")
+    learning_rate: Float = Field(0.01, gt=0, description="Adam step size on the mean parameters.")
+    antithetic: Bool = Field(True, description="Mirrored sampling: every perturbation +e is paired with -e.")
+    centered_ranks: Bool = Field(
+        True, description="Fitness shaping: returns replaced by their ranks scaled to [-0.5, 0.5]."
+    )
+    episodes_per_candidate: Int = Field(
+        1, gt=0, le=1_000, description="Episodes averaged into the return of one perturbed policy."
+    )
+
+
+# -------------------------------------------------------------------------------------------------
+# budget grains: env steps one update (or generation) covers, across every env
+# -------------------------------------------------------------------------------------------------
+
+
+def rollout_grain(workload: WorkloadLike) -> int:
+    """On-policy: one rollout of ``rollout_steps`` in every env."""
+    return int(workload.hyperparameters.rollout_steps) * workload.parallelism.total_envs
+
+
+def update_grain(workload: WorkloadLike) -> int:
+    """Off-policy: one update interval of ``train_every`` steps in every env."""
+    return int(workload.hyperparameters.train_every) * workload.parallelism.total_envs
+
+
+def generation_grain(workload: WorkloadLike) -> int:
+    """Evolution strategies: one generation, every candidate's episodes at their longest. An
+    environment without a step limit has no bound on a generation: then the whole budget."""
+    hp = workload.hyperparameters
+    # gymnasium loads here, when a grain is asked for: listing families stays light
+    from rlcompare.harness.counted_envs import episode_step_limit
+
+    limit = episode_step_limit(workload.env, workload.env_kwargs)
+    if limit is None:
+        return workload.env_steps
+    return int(hp.population_size) * int(hp.episodes_per_candidate) * limit
+
+
+BOTH = frozenset({"discrete", "continuous"})
+
+BUILTIN_FAMILIES: tuple[AlgorithmFamily, ...] = (
+    AlgorithmFamily("PPO", "Proximal Policy Optimization (clipped surrogate, GAE), on-policy",
+                    PPOHyperparameters, BOTH, "gradient", "rollout", rollout_grain),
+    AlgorithmFamily("A2C", "Advantage Actor-Critic, synchronous, on-policy",
+                    A2CHyperparameters, BOTH, "gradient", "rollout", rollout_grain),
+    AlgorithmFamily("DQN", "Deep Q-Network with target network and epsilon-greedy exploration, off-policy",
+                    DQNHyperparameters, frozenset({"discrete"}), "gradient", "update", update_grain),
+    AlgorithmFamily("SAC", "Soft Actor-Critic with automatic entropy tuning, off-policy",
+                    SACHyperparameters, frozenset({"continuous"}), "gradient", "update", update_grain),
+    AlgorithmFamily("ES", "Evolution strategies (OpenAI-ES style): Gaussian parameter noise, ranked returns",
+                    ESHyperparameters, BOTH, "evolutionary", "generation", generation_grain),
+)
+
+
+def builtin_families() -> dict[str, AlgorithmFamily]:
+    """The built-in families by name: what a workload may name when no plugin adds more."""
+    return {family.name: family for family in BUILTIN_FAMILIES}

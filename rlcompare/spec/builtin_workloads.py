@@ -1,0 +1,116 @@
+"""The built-in workloads and suites, registered through the same hook as any plugin's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlcompare.spec.workload import Suite, Workload, workload_from_dict
+
+CARTPOLE_PPO_QUICK: dict[str, Any] = {
+    "id": "cartpole-ppo-quick",
+    "description": "CartPole-v1 PPO, 4 in-process envs; learns visibly in about a minute per run on one core.",
+    "env": "CartPole-v1",
+    "algorithm": "PPO",
+    "env_steps": 50_000,
+    "seeds": 2,
+    "parallelism": {"envs_per_worker": 4, "workers": 1, "mode": "sync", "threads_per_worker": 1},
+    "network": {"hidden_sizes": [64, 64], "activation": "tanh"},
+    "hyperparameters": {
+        "learning_rate": 1e-3,
+        "gamma": 0.98,
+        "gae_lambda": 0.8,
+        "clip_range": 0.2,
+        "rollout_steps": 64,
+        "minibatch_size": 64,
+        "epochs": 10,
+        "entropy_coef": 0.0,
+        "value_coef": 0.5,
+        "max_grad_norm": 0.5,
+    },
+    "evaluation": {"interval_steps": 5_000, "episodes": 10, "deterministic": True},
+    "success_threshold": 475.0,
+}
+
+
+# Tuned settings follow the RL Baselines3 Zoo where it has them, so each algorithm can learn its task.
+CLASSIC: list[dict[str, Any]] = [
+    {**CARTPOLE_PPO_QUICK, "id": "cartpole-ppo", "env_steps": 100_000, "seeds": 3,
+     "description": "CartPole-v1 PPO, 4 in-process envs", "evaluation": {"interval_steps": 10_000}},
+    {
+        "id": "cartpole-a2c", "description": "CartPole-v1 A2C, 8 in-process envs",
+        "env": "CartPole-v1", "algorithm": "A2C", "env_steps": 100_000, "seeds": 3,
+        "parallelism": {"envs_per_worker": 8},
+        "hyperparameters": {"learning_rate": 7e-4, "rollout_steps": 5, "entropy_coef": 0.0, "gamma": 0.99},
+        "evaluation": {"interval_steps": 10_000}, "success_threshold": 475.0,
+    },
+    {
+        "id": "cartpole-dqn", "description": "CartPole-v1 DQN, one env",
+        "env": "CartPole-v1", "algorithm": "DQN", "env_steps": 50_000, "seeds": 3,
+        "network": {"hidden_sizes": [256, 256], "activation": "relu"},
+        "hyperparameters": {
+            "learning_rate": 2.3e-3, "minibatch_size": 64, "buffer_size": 100_000, "learning_starts": 1_000,
+            "gamma": 0.99, "target_update_interval": 10, "train_every": 256, "gradient_steps": 128,
+            "exploration_fraction": 0.16, "exploration_final_eps": 0.04,
+        },
+        "evaluation": {"interval_steps": 5_000}, "success_threshold": 475.0,
+    },
+    {
+        "id": "acrobot-dqn", "description": "Acrobot-v1 DQN, one env",
+        "env": "Acrobot-v1", "algorithm": "DQN", "env_steps": 100_000, "seeds": 3,
+        "network": {"hidden_sizes": [256, 256], "activation": "relu"},
+        "hyperparameters": {
+            "learning_rate": 6.3e-4, "minibatch_size": 128, "buffer_size": 50_000, "learning_starts": 1_000,
+            "gamma": 0.99, "target_update_interval": 250, "train_every": 4, "gradient_steps": 1,
+            "exploration_fraction": 0.12, "exploration_final_eps": 0.1,
+        },
+        "evaluation": {"interval_steps": 10_000}, "success_threshold": -100.0,
+    },
+    {
+        # Evolution strategies on the same env-step budget as cartpole-ppo. A small policy network
+        # (ES searches its parameters: fewer of them, faster search) and a small population, so
+        # that enough generations fit the budget: a generation of 10 full episodes is 5,000 steps.
+        "id": "cartpole-es", "description": "CartPole-v1 evolution strategies, population 10, one env",
+        "env": "CartPole-v1", "algorithm": "ES", "env_steps": 100_000, "seeds": 3,
+        "network": {"hidden_sizes": [16], "activation": "tanh"},
+        "hyperparameters": {"population_size": 10, "sigma": 0.1, "learning_rate": 0.1,
+                            "antithetic": True, "centered_ranks": True, "episodes_per_candidate": 1},
+        "evaluation": {"interval_steps": 10_000}, "success_threshold": 475.0,
+    },
+    {
+        "id": "pendulum-sac", "description": "Pendulum-v1 SAC, one env",
+        "env": "Pendulum-v1", "algorithm": "SAC", "env_steps": 20_000, "seeds": 3,
+        "network": {"hidden_sizes": [256, 256], "activation": "relu"},
+        "hyperparameters": {"learning_rate": 1e-3, "learning_starts": 1_000, "minibatch_size": 256},
+        "evaluation": {"interval_steps": 2_000}, "success_threshold": -200.0,
+    },
+]
+
+#: Busy CPU time per step of the calibrated environment in the scaling suite.
+SCALING_STEP_COST_MS = 1.0
+SCALING_WORKERS = (1, 2, 4)
+SCALING: list[dict[str, Any]] = [
+    {
+        "id": f"calibrated-ppo-w{workers}",
+        "description": f"PPO on CartPole with {SCALING_STEP_COST_MS:g} ms of CPU per step, {workers} rollout worker(s)",
+        "env": "rlcompare/CalibratedCartPole-v0", "env_kwargs": {"step_cost_ms": SCALING_STEP_COST_MS},
+        "algorithm": "PPO", "env_steps": 20_000, "seeds": 2,
+        "parallelism": {"envs_per_worker": 1, "workers": workers},
+        "hyperparameters": {**CARTPOLE_PPO_QUICK["hyperparameters"], "rollout_steps": 512 // workers},
+        "evaluation": {"interval_steps": 10_000, "episodes": 5},
+    }
+    for workers in SCALING_WORKERS
+]
+
+
+def builtin_workloads() -> list[Workload]:
+    specs = [CARTPOLE_PPO_QUICK, *CLASSIC, *SCALING]
+    return [workload_from_dict(spec, f"built-in workload {spec['id']}") for spec in specs]
+
+
+#: The built-in suites: (name, workload ids, description).
+BUILTIN_SUITES: tuple[Suite, ...] = (
+    Suite("quick", ("cartpole-ppo-quick",), "CartPole-v1 PPO with every adapter; about a minute per run"),
+    Suite("classic", tuple(spec["id"] for spec in CLASSIC), "CartPole PPO/A2C/DQN/ES, Acrobot DQN, Pendulum SAC; 3 seeds"),
+    Suite("scaling", tuple(spec["id"] for spec in SCALING),
+          "PPO on a calibrated-cost CartPole at 1, 2 and 4 rollout workers (same 512-step rollouts)"),
+)

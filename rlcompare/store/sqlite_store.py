@@ -1,0 +1,399 @@
+"""The results store: one SQLite file, a versioned schema, one transaction per finished run.
+
+``runs`` has one row per run id (``workload__adapter__sN``) with a ``status`` column; evaluation
+curves live in ``curves``. :meth:`Store.runs_frame` and :meth:`Store.curves_frame` are the analysis
+interface (pandas DataFrames).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+import urllib.parse
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rlcompare.errors import StoreError
+from rlcompare.harness.protocol import CurvePoint
+from rlcompare.harness.validity import BudgetTolerance, judge_run
+from rlcompare.spec.workload import workload_from_dict
+from rlcompare.store import records
+from rlcompare.store.records import RunRecord
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+SCHEMA_VERSION = 4
+
+#: Run statuses (see :mod:`rlcompare.store.records`).
+STATUSES = records.STATUSES
+RUN_COLUMNS = records.run_columns()
+CURVE_COLUMNS = (
+    "run_id", "env_steps", "framework_env_steps", "train_seconds", "return_mean", "return_std",
+    "episode_length_mean", "returns_json",
+)
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+{records.runs_table_sql()};
+CREATE INDEX IF NOT EXISTS runs_by_workload ON runs (workload_id, adapter);
+CREATE TABLE IF NOT EXISTS curves (
+    run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+    env_steps INTEGER NOT NULL,
+    framework_env_steps INTEGER,
+    train_seconds REAL NOT NULL,
+    return_mean REAL NOT NULL,
+    return_std REAL NOT NULL,
+    episode_length_mean REAL,
+    returns_json TEXT NOT NULL,
+    PRIMARY KEY (run_id, env_steps)
+);
+"""
+
+
+def _migrate_1_to_2(connection: sqlite3.Connection) -> None:
+    """Version 2 adds validity verdicts, budget tolerances and plugin origins, and the statuses
+    ``invalid`` and ``interrupted``: rebuild ``runs`` (SQLite cannot alter a CHECK) and judge
+    every finished run of version 1 by today's rules, with the default tolerance of its workload."""
+    old = [row[1] for row in connection.execute("PRAGMA table_info(runs)")]
+    common = [column for column in RUN_COLUMNS if column in old]
+    connection.execute("ALTER TABLE runs RENAME TO runs_v1")
+    connection.execute("DROP INDEX IF EXISTS runs_by_workload")
+    connection.execute(records.runs_table_sql())
+    connection.execute("CREATE INDEX IF NOT EXISTS runs_by_workload ON runs (workload_id, adapter)")
+    connection.execute(f"INSERT INTO runs ({', '.join(common)}) SELECT {', '.join(common)} FROM runs_v1")
+    connection.execute("DROP TABLE runs_v1")
+    finished = connection.execute(
+        "SELECT run_id, workload_json, env_steps, framework_env_steps, budget_env_steps, final_return_mean "
+        "FROM runs WHERE status = 'ok'").fetchall()
+    for run_id, workload_text, steps, framework_steps, budget, final in finished:
+        try:
+            workload = workload_from_dict(json.loads(workload_text), f"stored run {run_id}")
+        except Exception:  # noqa: BLE001 - a workload this version no longer reads: judged without it
+            workload = None
+        tolerance = BudgetTolerance.for_workload(workload) if workload else BudgetTolerance("step", 0, 0)
+        returns = [row[0] for row in connection.execute("SELECT return_mean FROM curves WHERE run_id = ?", (run_id,))]
+        verdict = judge_run(env_steps=steps, framework_env_steps=framework_steps, budget=int(budget or 0),
+                            tolerance=tolerance, evaluation_returns=returns, final_return=final)
+        connection.execute(
+            "UPDATE runs SET validity_json = ?, budget_granularity = ?, budget_overshoot_steps = ?, "
+            "evaluations = ?, status = ?, error = ? WHERE run_id = ?",
+            (json.dumps(verdict.to_dict()), tolerance.granularity, tolerance.overshoot_steps, len(returns),
+             "ok" if verdict.valid else "invalid", None if verdict.valid else "; ".join(verdict.reasons), run_id))
+
+
+def _migrate_2_to_3(connection: sqlite3.Connection) -> None:
+    """Version 3 records the CPUs a run needed and the CPUs its backend gave it."""
+    present = {row[1] for row in connection.execute("PRAGMA table_info(runs)")}
+    for column in ("cpus_needed", "cpus_given"):
+        if column not in present:
+            connection.execute(f"ALTER TABLE runs ADD COLUMN {column} INTEGER")
+
+
+def _migrate_3_to_4(connection: sqlite3.Connection) -> None:
+    """Version 4 records the adapter environment each run's worker ran in (NULL: the main one)."""
+    present = {row[1] for row in connection.execute("PRAGMA table_info(runs)")}
+    for column in ("environment_key", "environment_json"):
+        if column not in present:
+            connection.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
+
+
+_MIGRATIONS = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4}
+
+
+#: ``PRAGMA application_id`` of an rlcompare store ("RLCP"): a file without it (and without the
+#: version-1 layout) belongs to someone else and is never written to.
+APPLICATION_ID = 0x524C4350
+SQLITE_HEADER = b"SQLite format 3\x00"
+#: How long a writer waits for another driver's transaction before giving up on a store.
+BUSY_TIMEOUT_SECONDS = 60.0
+
+
+class StoreWriteError(StoreError):
+    """A finished run could not be committed (disk full, store locked, I/O error): its result stays
+    in its run directory and ``--resume`` stores it later."""
+
+    exit_status = 1
+
+
+class Store:
+    """A results store in one SQLite file.
+
+    Writers open it only after :meth:`check_writable` said it is an rlcompare store (or a new file)
+    that can be written; readers open the file read-only and never change it. Every user-visible
+    failure is a :class:`StoreError` naming the path.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.given = str(path)  # as the user wrote it: pathlib turns '' into '.'
+        self.path = Path(path)
+        self._connection: sqlite3.Connection | None = None
+        self._writable = False
+
+    # -- checking ----------------------------------------------------------------------------------
+
+    def check_writable(self) -> None:
+        """Everything a run needs of its store, checked before anything runs: a regular file (or a
+        new one in an existing, writable folder) that is an rlcompare store of a version this code
+        reads, can be written, and is not damaged. Creates the schema when the file is new."""
+        text = self.given
+        if not text or text.strip() != text:
+            raise StoreError(f"--store: {text!r} is not a file path")
+        if text == ":memory:" or text.startswith("file:"):
+            raise StoreError(f"--store: {text!r}: give a file path; an in-memory store keeps nothing")
+        parent = self.path.parent
+        if not parent.is_dir():
+            raise StoreError(f"--store: {self.path}: folder {parent} does not exist")
+        if self.path.exists() or self.path.is_symlink():
+            if not self.path.is_file():
+                raise StoreError(f"--store: {self.path} is not a regular file")
+            if not os.access(self.path, os.R_OK | os.W_OK):
+                raise StoreError(f"--store: {self.path} is not writable")
+            self._check_owned()
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise StoreError(f"--store: folder {parent} is not writable (SQLite needs a journal beside the store)")
+        connection = self._connect(create=True)
+        try:
+            problem = connection.execute("PRAGMA quick_check").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"--store: {self.path} is damaged ({exc})") from None
+        if problem != "ok":
+            raise StoreError(f"--store: {self.path} is damaged ({problem})")
+
+    def _check_owned(self) -> None:
+        """Refuse a file that is not an rlcompare store, reading nothing but its header and schema."""
+        with self.path.open("rb") as handle:
+            header = handle.read(100)
+        if not header:
+            return  # an empty file: SQLite treats it as a new database
+        if not header.startswith(SQLITE_HEADER):
+            raise StoreError(f"--store: {self.path} is not a results store (not an SQLite file)")
+        application_id = int.from_bytes(header[68:72], "big", signed=True)
+        if application_id == APPLICATION_ID:
+            return
+        try:
+            connection = sqlite3.connect(f"{self._uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_SECONDS)
+            try:
+                tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                version = self._schema_version(connection) if "meta" in tables else None
+            finally:
+                connection.close()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"--store: {self.path} is not a usable results store ({exc})") from None
+        if not tables:
+            return  # an SQLite file with nothing in it
+        if application_id != 0 or version is None or not {"runs", "curves"} <= tables:
+            listed = ", ".join(sorted(tables)[:5])
+            raise StoreError(f"--store: {self.path} is another application's database (tables {listed}); "
+                             "rlcompare writes only to its own stores")
+
+    def _uri(self) -> str:
+        return f"file:{urllib.parse.quote(str(self.path.resolve()))}"
+
+    # -- connection --------------------------------------------------------------------------------
+
+    def _connect(self, create: bool) -> sqlite3.Connection:
+        """A connection for reading (the file opened read-only, never changed) or for writing (the
+        schema created or migrated first)."""
+        if self._connection is not None and (self._writable or not create):
+            return self._connection
+        self.close()
+        try:
+            missing = not create and not self.path.is_file()
+        except OSError as exc:
+            raise StoreError(f"{self.path}: cannot reach the store ({exc.strerror})") from None
+        if missing:
+            raise StoreError(f"no results store at {self.path} (run `rlcompare run` first or pass --store)")
+        try:
+            connection = self._open_writer() if create else self._open_reader()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: not a usable results store ({exc})") from None
+        self._connection, self._writable = connection, create
+        return connection
+
+    def _open_writer(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
+        try:
+            # two drivers may create the same new store at once: the first takes the write lock,
+            # the second waits for it and then finds the schema there
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                version = self._schema_version(connection)
+                if version is None:
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            connection.execute(statement)
+                    connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    connection.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+                                       (str(SCHEMA_VERSION),))
+                    connection.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('created_at', ?)",
+                                       (str(time.time()),))
+                else:
+                    self._check_version(version)
+                    if version < SCHEMA_VERSION:
+                        for step in range(version, SCHEMA_VERSION):
+                            _MIGRATIONS[step](connection)
+                        connection.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                                           (str(SCHEMA_VERSION),))
+                    connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                connection.execute("COMMIT")
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA synchronous = NORMAL")
+            connection.execute("PRAGMA foreign_keys = ON")
+        except BaseException:
+            connection.close()
+            raise
+        connection.isolation_level = ""  # back to transactions per `with connection`
+        return connection
+
+    def _open_reader(self) -> sqlite3.Connection:
+        self._check_owned()
+        try:
+            connection = sqlite3.connect(f"{self._uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_SECONDS)
+            version = self._schema_version(connection)
+        except sqlite3.OperationalError:
+            # a write-ahead-log store in a folder we cannot write: read it as an immutable file
+            connection = sqlite3.connect(f"{self._uri()}?mode=ro&immutable=1", uri=True)
+            version = self._schema_version(connection)
+        if version is None:
+            connection.close()
+            raise StoreError(f"{self.path}: not a results store (no rlcompare schema)")
+        self._check_version(version)
+        if version < SCHEMA_VERSION:  # read an upgraded copy in memory; the file stays as it is
+            upgraded = sqlite3.connect(":memory:")
+            connection.backup(upgraded)
+            connection.close()
+            connection = upgraded
+            with connection:
+                for step in range(version, SCHEMA_VERSION):
+                    _MIGRATIONS[step](connection)
+        connection.execute("PRAGMA foreign_keys = ON")
+        return connection
+
+    def _check_version(self, version: int) -> None:
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"{self.path}: schema version {version}, this rlcompare reads up to {SCHEMA_VERSION} "
+                             "(written by a newer rlcompare)")
+        if version < 1:
+            raise StoreError(f"{self.path}: invalid schema version {version}")
+
+    @staticmethod
+    def _schema_version(connection: sqlite3.Connection) -> int | None:
+        has_meta = connection.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+        ).fetchone()
+        if not has_meta:
+            return None
+        row = connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is None:
+            return None
+        try:
+            return int(row[0])
+        except (TypeError, ValueError):
+            return -1
+
+    def check_readable(self) -> None:
+        """A store that exists and can be read, else one line naming the path (before any work)."""
+        try:
+            exists = self.path.is_file()
+        except OSError as exc:
+            raise StoreError(f"--store: cannot reach {self.path} ({exc.strerror})") from None
+        if not exists:
+            if self.path.exists():
+                raise StoreError(f"--store: {self.path} is not a regular file")
+            raise StoreError(f"--store: no results store at {self.path} (run `rlcompare run` first)")
+        if not os.access(self.path, os.R_OK):
+            raise StoreError(f"--store: {self.path} is not readable")
+        self._connect(create=False)
+
+    def create(self) -> None:
+        """Create the file and its schema now (or check an existing one), before any run."""
+        self.check_writable()
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+            self._writable = False
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()
+
+    # -- writing -----------------------------------------------------------------------------------
+
+    def save_run(self, record: RunRecord, curve: Iterable[CurvePoint] = ()) -> None:
+        """Store one finished run and its curve in a single transaction (replacing an older try).
+
+        Raises :class:`StoreWriteError` when the transaction cannot be committed."""
+        row = record.row()
+        for column in records.json_columns():
+            if row[column] is not None and not isinstance(row[column], str):
+                row[column] = json.dumps(row[column], sort_keys=True, default=str)
+        points = [
+            {**{column: getattr(point, column, None) for column in CURVE_COLUMNS},
+             "run_id": row["run_id"], "returns_json": json.dumps(list(point.returns))}
+            for point in curve
+        ]
+        try:
+            connection = self._connect(create=True)
+            with connection:
+                connection.execute("DELETE FROM curves WHERE run_id = ?", (row["run_id"],))
+                connection.execute(
+                    f"INSERT OR REPLACE INTO runs ({', '.join(RUN_COLUMNS)}) "
+                    f"VALUES ({', '.join('?' * len(RUN_COLUMNS))})",
+                    [row[column] for column in RUN_COLUMNS],
+                )
+                connection.executemany(
+                    f"INSERT OR REPLACE INTO curves ({', '.join(CURVE_COLUMNS)}) "
+                    f"VALUES ({', '.join('?' * len(CURVE_COLUMNS))})",
+                    [[point[column] for column in CURVE_COLUMNS] for point in points],
+                )
+        except sqlite3.DatabaseError as exc:
+            raise StoreWriteError(f"{self.path}: could not store run {row['run_id']} ({exc})") from None
+
+    # -- reading -----------------------------------------------------------------------------------
+
+    def finished_digests(self) -> dict[str, str]:
+        """``run_id -> workload digest`` of every run stored with status ok (for ``--resume``)."""
+        if not self.path.is_file() or self.path.stat().st_size == 0:
+            return {}
+        rows = self._read("SELECT run_id, workload_digest FROM runs WHERE status = 'ok'")
+        return dict(rows)
+
+    def _read(self, query: str) -> list[tuple[Any, ...]]:
+        try:
+            return self._connect(create=False).execute(query).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: cannot read the store ({exc})") from None
+
+    def runs_frame(self) -> pd.DataFrame:
+        """Every stored run, one row each, JSON columns left as text."""
+        return self._frame("SELECT * FROM runs ORDER BY workload_id, adapter, seed")
+
+    def curves_frame(self) -> pd.DataFrame:
+        """Every evaluation point of every run, joined with its run's workload, adapter and seed."""
+        return self._frame(
+            "SELECT c.*, r.workload_id, r.adapter, r.framework, r.seed FROM curves c "
+            "JOIN runs r USING (run_id) ORDER BY r.workload_id, r.adapter, r.seed, c.env_steps"
+        )
+
+    def _frame(self, query: str) -> pd.DataFrame:
+        import pandas as pd
+
+        connection = self._connect(create=False)
+        try:
+            return pd.read_sql_query(query, connection)
+        except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
+            raise StoreError(f"{self.path}: cannot read the store ({exc})") from None
