@@ -31,6 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.baselines import train_sample_factory_directly, train_setup_directly  # noqa: E402
 from rlcompare.spec.builtin_workloads import CARTPOLE_PPO_QUICK  # noqa: E402
 
 
@@ -97,31 +98,29 @@ def direct_rllib(workload: Any) -> float:
 
 def direct_tianshou(workload: Any) -> float:
     """Tianshou called directly through the adapter's own builder, without rlcompare's context."""
-    from rlcompare_tianshou import train_direct
+    from rlcompare_tianshou import TianshouAdapter, build
 
-    return float(train_direct(workload, 0))
+    return train_setup_directly(TianshouAdapter, build, workload)
 
 
 def direct_torchrl(workload: Any) -> float:
     """TorchRL called directly through the adapter's own builder, without rlcompare's context."""
-    from rlcompare_torchrl import train_direct
+    from rlcompare_torchrl import TorchRLAdapter, build
 
-    return float(train_direct(workload, 0))
+    return train_setup_directly(TorchRLAdapter, build, workload)
 
 
 def direct_skrl(workload: Any) -> float:
     """skrl called directly through the adapter's own builder, without rlcompare's context."""
-    from rlcompare_skrl import train_direct
+    from rlcompare_skrl import SkrlAdapter, build
 
-    return float(train_direct(workload, 0))
+    return train_setup_directly(SkrlAdapter, build, workload)
 
 
 def direct_sample_factory(workload: Any) -> float:
     """Sample Factory through the adapter's own run builder on plain envs, without rlcompare's context."""
-    from rlcompare_sample_factory import train_direct
-
     with tempfile.TemporaryDirectory() as scratch:
-        return float(train_direct(workload, 0, Path(scratch)))
+        return train_sample_factory_directly(workload, 0, Path(scratch))
 
 
 DIRECT = {"sb3": direct_sb3, "rllib": direct_rllib, "tianshou": direct_tianshou, "torchrl": direct_torchrl,

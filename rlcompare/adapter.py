@@ -21,6 +21,7 @@ from rlcompare.harness.contract import ADAPTER_ID_PATTERN, Adapter, Capabilities
 from rlcompare.harness.fidelity import Fidelity, FidelityEntry, Judge, Setting, entry, map_settings, only_if
 from rlcompare.harness.limits import COUNTER_SLOTS
 from rlcompare.harness.private_ray import start_private_ray
+from rlcompare.harness.training_loop import TrainingSetup, train_with_setup
 from rlcompare.harness.validity import GRANULARITIES, BudgetTolerance
 from rlcompare.harness.workload_view import WorkloadLike
 
@@ -32,8 +33,8 @@ if TYPE_CHECKING:
 __all__ = [
     "ADAPTER_ID_PATTERN", "COUNTER_SLOTS", "GRANULARITIES", "Adapter", "BudgetTolerance", "Capabilities",
     "EnvFactory", "Fidelity", "FidelityEntry", "IncompatibleError", "Judge", "Policy", "Setting",
-    "TrainingContext", "TrainingResult", "WorkloadLike", "entry", "episode_step_limit", "make_env", "map_settings", "only_if",
-    "start_private_ray",
+    "TrainingContext", "TrainingResult", "TrainingSetup", "WorkloadLike", "entry", "episode_step_limit", "make_env", "map_settings", "only_if",
+    "start_private_ray", "train_with_setup",
 ]
 
 #: Names whose modules import numpy and gymnasium: loaded when first read, not with this facade.

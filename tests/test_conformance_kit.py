@@ -34,7 +34,7 @@ BREACHES: dict[str, tuple[str, tuple[str, ...]]] = {
     "light_declarations": ("eagerdecl", ("capabilities() or fidelity() imported brokenkit_fw",
                                          "import the framework in train() only")),
     "fidelity_coverage": ("partialfidelity", ("fidelity() misses settings: gae_lambda, rollout_steps (A2C)",
-                                              "add a FidelityEntry (rlcompare.harness.contract) for each canonical setting")),
+                                              "add a FidelityEntry (rlcompare.adapter) for each canonical setting")),
     "trains_within_budget": ("overshoot", ("is invalid: 4000 env steps, 2000 past the budget of 2000",
                                            "stop when context.budget_reached, within Adapter.budget_tolerance")),
     "checkpoints": ("nocheckpoints", ("no evaluation near env step 500, 1000, 1500 (points at 2000",

@@ -21,7 +21,8 @@ from rlcompare_criteria import api_coverage, cold_import, feature_coverage, foot
 from rlcompare.adapter import Adapter, Capabilities
 from rlcompare.plugins.manager import Plugins
 from rlcompare.plugins.register import Register
-from rlcompare.registry.entries import FrameworkEntry, framework_entry_from_dict, load_builtin_entries
+from rlcompare.registry.entries import FrameworkEntry, framework_entry_from_dict
+from rlcompare.registry.loading import load_builtin_entries
 from rlcompare.scoring.criteria import ALL_WORKLOADS, MeasurementCache, ScoringData
 from rlcompare.store.sqlite_store import Store
 from tests.test_criteria_support import run_record, workload_spec, write_store

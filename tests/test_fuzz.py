@@ -21,12 +21,8 @@ from hypothesis import strategies as st
 
 from rlcompare.cli.main import main
 from rlcompare.errors import RLCompareError
-from rlcompare.registry.entries import (
-    InvalidFrameworkEntryError,
-    framework_entry_from_dict,
-    load_builtin_entries,
-    unpublished_entry,
-)
+from rlcompare.registry.entries import InvalidFrameworkEntryError, framework_entry_from_dict, unpublished_entry
+from rlcompare.registry.loading import load_builtin_entries
 from rlcompare.scoring.profiles import load_weights_file
 from rlcompare.spec.builtin_families import BUILTIN_FAMILIES
 from rlcompare.spec.workload import Workload, load_workload_file, workload_from_dict

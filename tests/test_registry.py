@@ -15,28 +15,24 @@ from urllib.parse import urlparse
 
 import pytest
 
-from rlcompare.errors import UnknownNameError, UsageError
+from rlcompare.errors import PluginError, UnknownNameError, UsageError
+from rlcompare.harness.protocol import Origin
 from rlcompare.plugins.manager import BUILTIN_PLUGINS, build_plugin_manager
+from rlcompare.plugins.register import Register
 from rlcompare.registry.entries import (
-    COMMON_FIELDS,
-    CONTROL_FIELDS,
     FIELDS,
-    LLM_FIELDS,
     REQUIRED_FIELDS,
     TAXONOMY_FIELDS,
     FrameworkEntry,
     InvalidFrameworkEntryError,
-    builtin_framework_files,
-    feature_matrix,
-    filter_entries,
     framework_entry_from_dict,
-    load_builtin_entries,
-    load_framework_file,
-    parse_condition,
-    registry_frame,
     unpublished_entry,
 )
 from rlcompare.registry.facts import EVIDENCE_SHAPES, MAX_EXCERPT_CHARS, UNKNOWN, Evidence, Release
+from rlcompare.registry.fields import COMMON_FIELDS, CONTROL_FIELDS, LLM_FIELDS
+from rlcompare.registry.loading import builtin_framework_files, load_builtin_entries, load_framework_file
+from rlcompare.registry.queries import filter_entries, parse_condition
+from rlcompare.registry.tables import feature_matrix, registry_frame
 from rlcompare.registry.vocabulary import SURVEYS, WEIGHT_SYNC
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -430,7 +426,7 @@ def test_a_third_party_plugin_brings_its_own_entry(tmp_path: Path, monkeypatch: 
 
 def test_a_duplicate_framework_id_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "dupfw_plugin.py").write_text(
-        "from rlcompare import hookimpl\nfrom rlcompare.registry.entries import load_builtin_entries\n\n"
+        "from rlcompare import hookimpl\nfrom rlcompare.registry.loading import load_builtin_entries\n\n"
         "@hookimpl\ndef rlcompare_register_frameworks(register):\n"
         "    register.add_framework(load_builtin_entries()[0])\n"
     )
@@ -639,15 +635,14 @@ def test_a_broken_packaged_file_is_reported_after_the_valid_ones_register(
     assert f"{bad}: field 'id'" in str(error)
 
 
-def test_registered_tables_are_validated_and_bad_ones_reported() -> None:
-    from rlcompare.registry.entries import entries_from_registered
-
-    good = _minimal_entry(id="tablefw")
-    entries, problems = entries_from_registered({
-        "tablefw": good, "rllib": load_builtin_entries()[0], "badfw": {"id": "badfw"},
-    })
-    assert set(entries) == {"tablefw", "rllib"}
-    assert len(problems) == 1 and problems[0].startswith("framework 'badfw': ")
+def test_registered_tables_are_validated_when_registered_and_bad_ones_refused() -> None:
+    register = Register(current=Origin("tableplugin"))
+    register.add_framework(_minimal_entry(id="tablefw"))  # a plain table, validated into an entry
+    register.add_framework(load_builtin_entries()[0])
+    with pytest.raises(PluginError, match=r"^plugin 'tableplugin' failed: framework 'badfw': "):
+        register.add_framework({"id": "badfw"})
+    assert set(register.frameworks) == {"tablefw", load_builtin_entries()[0].id}
+    assert all(isinstance(entry, FrameworkEntry) for entry in register.frameworks.values())
 
 
 def test_a_new_entry_learns_every_missing_field_in_one_line() -> None:

@@ -22,7 +22,6 @@ Checkpoints and the budget check run on each learner step report in the runner's
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -265,7 +264,7 @@ class SampleFactoryAdapter(Adapter):
     # -- training ----------------------------------------------------------------------------------
 
     def train(self, workload: WorkloadLike, context: TrainingContext) -> TrainingResult:
-        factories = [context.env_factory(slot) for slot in range(workload.parallelism.total_envs)]
+        factories = context.env_factories()
         run = SampleFactoryRun(workload, context.seed, context.run_dir / "sample_factory", factories)
         try:
             run.build()
@@ -523,21 +522,3 @@ def _unlink_shared_memory_files(pids: list[int]) -> None:
                 path.unlink()
             except OSError:
                 pass  # another process's cleanup got there first
-
-
-def train_direct(workload: WorkloadLike, seed: int, train_dir: Path) -> float:
-    """Sample Factory alone, with the adapter's configuration on plain (uncounted) envs and no
-    evaluation: seconds in the runner's training loop (the overhead benchmark's baseline)."""
-    from rlcompare.adapter import EnvFactory
-
-    factories = [EnvFactory(workload.env, dict(workload.env_kwargs)) for _ in range(workload.parallelism.total_envs)]
-    run = SampleFactoryRun(workload, seed, train_dir, factories)
-    try:
-        run.build()
-        started = time.perf_counter()
-        # Sample Factory's own check sees the learner's count one iteration late (it runs before
-        # the count is reported); stop where the adapter does, at the budget.
-        run.train(lambda framework_steps: framework_steps >= workload.env_steps)
-        return time.perf_counter() - started
-    finally:
-        run.close()

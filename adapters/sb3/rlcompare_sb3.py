@@ -163,7 +163,7 @@ class StableBaselines3Adapter(Adapter):
         if workload.algorithm == "A2C" and not kwargs["use_rms_prop"]:
             policy_kwargs["optimizer_class"] = torch.optim.Adam
 
-        factories = [context.env_factory(slot) for slot in range(workload.parallelism.total_envs)]
+        factories = context.env_factories()
         vec_env_class = DummyVecEnv if workload.parallelism.workers == 1 else SubprocVecEnv
         env = vec_env_class(factories)
         algorithm_class = getattr(stable_baselines3, workload.algorithm)

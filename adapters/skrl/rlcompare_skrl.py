@@ -18,14 +18,13 @@ skrl has no asynchronous sampling: ``mode = "async"`` is refused.
 The harness hooks in through the agent's ``post_interaction``, which skrl calls after every vector
 step: after every update period (a rollout for PPO/A2C, ``update_interval`` for DQN, a step for SAC)
 ``context.checkpoint`` runs there with skrl's own step count (timestep x number of envs).
-The same builder serves :func:`train_direct`, the un-instrumented baseline of
-``benchmarks/overhead.py``.
+The same builder serves the un-instrumented baseline of ``benchmarks/overhead.py``
+(``benchmarks/baselines.py``).
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -43,6 +42,7 @@ from rlcompare.adapter import (
     entry,
     map_settings,
     only_if,
+    train_with_setup,
 )
 
 if TYPE_CHECKING:
@@ -292,21 +292,7 @@ class SkrlAdapter(Adapter):
 
     def train(self, workload: WorkloadLike, context: TrainingContext) -> TrainingResult:
         config, _ = self.native_config(workload)
-        factories = [context.env_factory(slot) for slot in range(workload.parallelism.total_envs)]
-        setup = build(workload, config, factories, context.seed)
-        policy = setup.policy_fn(context.deterministic)
-
-        def after_update(framework_steps: int) -> None:
-            context.checkpoint(policy, framework_steps)
-
-        context.start_training()
-        try:
-            context.checkpoint(policy, 0)
-            setup.run(after_update)
-        finally:
-            context.stop_training()
-            setup.close()
-        return TrainingResult(policy=policy, framework_env_steps=setup.env_steps, native_config=setup.native)
+        return train_with_setup(build(workload, config, context.env_factories(), context.seed), context)
 
 
 @hookimpl
@@ -649,23 +635,3 @@ def _build_models(workload: WorkloadLike, env: Any, device: Any) -> dict[str, An
                 "target_q_network": Value(n_actions, with_actions=False)}
     return {"policy": GaussianPolicy(bounded=True), "critic_1": Value(1, True), "critic_2": Value(1, True),
             "target_critic_1": Value(1, True), "target_critic_2": Value(1, True)}
-
-
-def train_direct(workload: WorkloadLike, seed: int = 0) -> float:
-    """skrl alone with the adapter's configuration: no harness context, no counting wrapper, no
-    evaluation. Returns the seconds in ``trainer.train()`` (building excluded); pins torch's threads
-    as the harness does. For ``benchmarks/overhead.py``."""
-    import torch
-
-    from rlcompare.adapter import EnvFactory
-
-    config, _ = SkrlAdapter().native_config(workload)
-    factories = [EnvFactory(workload.env, dict(workload.env_kwargs)) for _ in range(workload.parallelism.total_envs)]
-    setup = build(workload, config, factories, seed)
-    torch.set_num_threads(workload.parallelism.threads_per_worker)
-    started = time.perf_counter()
-    try:
-        setup.run()
-        return time.perf_counter() - started
-    finally:
-        setup.close()

@@ -10,15 +10,14 @@ AsyncCollector fails on its first collect with every policy used here (it indexe
 
 The harness hooks in through the trainer's ``training_fn``, which Tianshou calls before every collect
 step: it updates DQN's epsilon schedule and calls ``context.checkpoint``. The same builder serves
-:func:`train_direct`, the un-instrumented baseline of ``benchmarks/overhead.py``, so both train the
-identical configuration.
+the un-instrumented baseline of ``benchmarks/overhead.py`` (``benchmarks/baselines.py``), so both
+train the identical configuration.
 """
 
 from __future__ import annotations
 
 import math
 import random
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -36,6 +35,7 @@ from rlcompare.adapter import (
     entry,
     map_settings,
     only_if,
+    train_with_setup,
 )
 
 if TYPE_CHECKING:
@@ -268,20 +268,7 @@ class TianshouAdapter(Adapter):
 
     def train(self, workload: WorkloadLike, context: TrainingContext) -> TrainingResult:
         config, _ = self.native_config(workload)
-        factories = [context.env_factory(slot) for slot in range(workload.parallelism.total_envs)]
-        setup = build(workload, config, factories, context.seed)
-        policy = setup.policy_fn(context.deterministic)
-
-        def on_collect(framework_steps: int) -> None:
-            context.checkpoint(policy, framework_steps)
-
-        context.start_training()
-        try:
-            setup.run(on_collect)
-        finally:
-            context.stop_training()
-            setup.close()
-        return TrainingResult(policy=policy, framework_env_steps=setup.env_steps, native_config=setup.native)
+        return train_with_setup(build(workload, config, context.env_factories(), context.seed), context)
 
 
 @hookimpl
@@ -593,23 +580,3 @@ def _build_sac(workload: WorkloadLike, config: dict[str, dict[str, Any]], kwargs
         kwargs["alpha"] = AutoAlpha(target_entropy=-float(np.prod(act_shape)), log_alpha=0.0, optim=optim)
     return SAC(policy=policy, policy_optim=optim, critic=critic(), critic_optim=optim, critic2=critic(),
                critic2_optim=optim, **kwargs)
-
-
-def train_direct(workload: WorkloadLike, seed: int = 0) -> float:
-    """Tianshou alone with the adapter's configuration: no harness context, no counting wrapper and
-    no evaluation. Returns the seconds spent training (pre-fill included, building excluded); pins
-    torch's threads as the harness does. For ``benchmarks/overhead.py``."""
-    import torch
-
-    from rlcompare.adapter import EnvFactory
-
-    config, _ = TianshouAdapter().native_config(workload)
-    factories = [EnvFactory(workload.env, dict(workload.env_kwargs)) for _ in range(workload.parallelism.total_envs)]
-    setup = build(workload, config, factories, seed)
-    torch.set_num_threads(workload.parallelism.threads_per_worker)
-    started = time.perf_counter()
-    try:
-        setup.run()
-        return time.perf_counter() - started
-    finally:
-        setup.close()

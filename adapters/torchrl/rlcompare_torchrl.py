@@ -12,14 +12,13 @@ running its own copy of the policy over its own ``SerialEnv`` (TorchRL's rollout
 trains. Asynchronous collection is offered for DQN and SAC only: PPO and A2C are on-policy and
 TorchRL's losses for them have no correction for batches collected by an older policy.
 
-The same builder serves :func:`train_direct`, the un-instrumented baseline of
-``benchmarks/overhead.py``, so both train the identical configuration.
+The same builder serves the un-instrumented baseline of ``benchmarks/overhead.py``
+(``benchmarks/baselines.py``), so both train the identical configuration.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -36,6 +35,7 @@ from rlcompare.adapter import (
     WorkloadLike,
     entry,
     map_settings,
+    train_with_setup,
 )
 
 if TYPE_CHECKING:
@@ -270,21 +270,7 @@ class TorchRLAdapter(Adapter):
 
     def train(self, workload: WorkloadLike, context: TrainingContext) -> TrainingResult:
         config, _ = self.native_config(workload)
-        factories = [context.env_factory(slot) for slot in range(workload.parallelism.total_envs)]
-        setup = build(workload, config, factories, context.seed)
-        policy = setup.policy_fn(context.deterministic)
-
-        def after_batch(framework_steps: int) -> None:
-            context.checkpoint(policy, framework_steps)
-
-        context.start_training()
-        try:
-            context.checkpoint(policy, 0)
-            setup.run(after_batch)
-        finally:
-            context.stop_training()
-            setup.close()
-        return TrainingResult(policy=policy, framework_env_steps=setup.env_steps, native_config=setup.native)
+        return train_with_setup(build(workload, config, context.env_factories(), context.seed), context)
 
 
 @hookimpl
@@ -706,23 +692,3 @@ def _build_modules(workload: WorkloadLike, config: dict[str, dict[str, Any]], ob
     parameters = list(loss.parameters())
     return {"actor": actor, "collect_policy": actor, "loss": loss, "optimizer": optimizer, "parameters": parameters,
             "extras": extras}
-
-
-def train_direct(workload: WorkloadLike, seed: int = 0) -> float:
-    """TorchRL alone with the adapter's configuration: no harness context, no counting wrapper and no
-    evaluation. Returns the seconds spent training (building excluded); pins torch's threads as the
-    harness does. For ``benchmarks/overhead.py``."""
-    import torch
-
-    from rlcompare.adapter import EnvFactory
-
-    config, _ = TorchRLAdapter().native_config(workload)
-    factories = [EnvFactory(workload.env, dict(workload.env_kwargs)) for _ in range(workload.parallelism.total_envs)]
-    setup = build(workload, config, factories, seed)
-    torch.set_num_threads(workload.parallelism.threads_per_worker)
-    started = time.perf_counter()
-    try:
-        setup.run()
-        return time.perf_counter() - started
-    finally:
-        setup.close()

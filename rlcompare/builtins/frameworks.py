@@ -9,12 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rlcompare import hookimpl
-from rlcompare.registry.entries import (
-    InvalidFrameworkEntryError,
-    builtin_framework_files,
-    load_builtin_entry_tables,
-    validated_entry,
-)
+from rlcompare.registry.entries import InvalidFrameworkEntryError
+from rlcompare.registry.loading import builtin_framework_files, load_builtin_entry_tables, validated_entry
 
 if TYPE_CHECKING:
     from rlcompare.plugins.register import Register

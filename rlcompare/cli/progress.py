@@ -56,14 +56,14 @@ class ConsoleProgress:
 
     def warn_oversubscribed(self, plan: Plan, backend: Backend) -> None:
         """Say up front which runs will keep more CPUs busy than they are given (contention)."""
-        given = getattr(backend, "cpus_given", None)
-        if not callable(given):
+        given = backend.cpus_given()
+        if given is None:
             return
-        crowded = [run for run in plan.runs if cpus_needed(run) > given()]
+        crowded = [run for run in plan.runs if cpus_needed(run) > given]
         if crowded:
             workloads = sorted({run.workload.id for run in crowded})
             self._line(f"note: {len(crowded)} runs ({', '.join(workloads)}) keep more CPUs busy than the "
-                       f"{given()} each gets here: their throughput measures contention, not the framework")
+                       f"{given} each gets here: their throughput measures contention, not the framework")
 
     def started(self, planned: PlannedRun) -> None:
         self.running += 1

@@ -16,7 +16,8 @@ from typing import Any
 
 from rlcompare.errors import UnknownNameError
 from rlcompare.plugins.manager import BUILTIN_PLUGINS, build_plugin_manager
-from rlcompare.registry.entries import FrameworkEntry, filter_entries, parse_condition
+from rlcompare.registry.entries import FrameworkEntry
+from rlcompare.registry.queries import filter_entries, parse_condition
 
 #: The built-in plugin that registers the packaged entries.
 BUILTIN_FRAMEWORKS_PLUGIN = "rlcompare.builtins.frameworks"

@@ -148,12 +148,12 @@ def _print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str
 
 
 def _title(criterion: Any) -> str:
-    return str(getattr(criterion, "title", "") or criterion.id)
+    return str(criterion.title or criterion.id)
 
 
 def _heading(criterion: Any) -> str:
     """Title, unit and direction (read with getattr: a third-party criterion may be duck-typed)."""
-    unit, direction = getattr(criterion, "unit", ""), getattr(criterion, "direction", "")
+    unit, direction = criterion.unit, criterion.direction
     return f"{_title(criterion)} ({unit}, {direction} is better)"
 
 
@@ -183,7 +183,7 @@ def render(matrix: ScoreMatrix, caveats: Sequence[str] = ()) -> None:
     _print_table(f"Scores, profile {matrix.profile.name} (normalized, mean over workloads, 95% CI)",
                  ["criterion", "weight", *headers], rows)
 
-    per_workload = [cid for cid, c in matrix.criteria.items() if getattr(c, "per_workload", True)]
+    per_workload = [cid for cid, c in matrix.criteria.items() if c.per_workload]
     rows = []
     for workload_id in matrix.workloads:
         for cid in per_workload:
@@ -196,7 +196,7 @@ def render(matrix: ScoreMatrix, caveats: Sequence[str] = ()) -> None:
 
     rows = []
     for cid, criterion in matrix.criteria.items():
-        if getattr(criterion, "per_workload", True):
+        if criterion.per_workload:
             continue
         rows.append([_heading(criterion), *[format_cell(matrix.cell(cid, a, ALL_WORKLOADS)) for a in adapters]])
     if rows:

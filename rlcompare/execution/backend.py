@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 #: Torch/BLAS/OpenMP thread variables pinned to the workload's threads_per_worker in every run.
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+#: The module every run's worker process runs (``python -m WORKER_MODULE SPEC.json``).
+WORKER_MODULE = "rlcompare.harness.worker"
 #: Every process of a run inherits this variable, so stragglers can be found after the fact.
 RUN_ID_ENV = "RLCOMPARE_RUN_ID"
 
@@ -89,6 +91,11 @@ class Backend(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release what :meth:`open` took."""
+
+    def cpus_given(self) -> int | None:
+        """The CPUs each run gets, when the backend knows it before the matrix starts (None: it
+        does not, e.g. a cluster that places runs as they come)."""
+        return None
 
     @abstractmethod
     def capacity(self) -> int:

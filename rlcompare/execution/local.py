@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
-from rlcompare.execution.backend import Backend, Ending, worker_environment, worker_python
+from rlcompare.execution.backend import WORKER_MODULE, Backend, Ending, worker_environment, worker_python
 from rlcompare.execution.process_tree import TreeMonitor, kill_tree
 from rlcompare.harness.driver_watch import DRIVER_FD_ENV
 from rlcompare.harness.run_directory import RunDirectory
@@ -50,7 +50,7 @@ class LocalBackend(Backend):
     #: Seconds between two samples of the process trees.
     sample_interval = 0.1
     #: The module each run's interpreter runs (``python -m MODULE SPEC.json``).
-    worker_module = "rlcompare.harness.worker"
+    worker_module = WORKER_MODULE
 
     def __init__(self, *args: Any, python: str = sys.executable, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

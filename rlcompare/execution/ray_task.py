@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rlcompare.execution.backend import RUN_ID_ENV, THREAD_ENV_VARS, enter_environment
+from rlcompare.execution.backend import RUN_ID_ENV, THREAD_ENV_VARS, WORKER_MODULE, enter_environment
 from rlcompare.execution.process_tree import TreeMonitor, kill_tree
 from rlcompare.harness.driver_watch import DRIVER_FD_ENV
 from rlcompare.harness.protocol import CurvePoint, RunResult, RunSpec
@@ -55,7 +55,7 @@ _LAUNCHER = """
 import os, subprocess, sys
 fd = int(sys.argv[1])
 with open(sys.argv[3], "wb") as log:
-    worker = subprocess.Popen([sys.argv[4], "-m", "rlcompare.harness.worker", sys.argv[2]], stdin=subprocess.DEVNULL,
+    worker = subprocess.Popen([sys.argv[4], "-m", sys.argv[5], sys.argv[2]], stdin=subprocess.DEVNULL,
                               stdout=log, stderr=subprocess.STDOUT, pass_fds=(fd,), start_new_session=True)
 print(worker.pid, flush=True)
 os._exit(0)
@@ -85,7 +85,8 @@ def execute_run(spec_data: dict[str, Any], limits: dict[str, Any], cpus_given: i
     python = spec.environment.python if spec.environment is not None else sys.executable
     try:
         launcher = subprocess.run(
-            [sys.executable, "-c", _LAUNCHER, str(watched), str(directory.spec), str(directory.log), python],
+            [sys.executable, "-c", _LAUNCHER, str(watched), str(directory.spec), str(directory.log), python,
+             WORKER_MODULE],
             stdin=subprocess.DEVNULL, capture_output=True, text=True, env=_environment(spec, watched),
             pass_fds=(watched,), timeout=60, check=False,
         )

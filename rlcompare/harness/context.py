@@ -65,6 +65,10 @@ class TrainingContext:
             raise ValueError(f"env slot {slot} outside 0..{self.counter.slots - 1}")
         return EnvFactory(self.workload.env, dict(self.workload.env_kwargs), str(self.counter.path), slot)
 
+    def env_factories(self) -> list[EnvFactory]:
+        """One factory per environment of the workload (every worker's), slots 0, 1, ..."""
+        return [self.env_factory(slot) for slot in range(self.workload.parallelism.total_envs)]
+
     @property
     def env_steps(self) -> int:
         """Env steps counted by the harness so far, across every process on this host."""

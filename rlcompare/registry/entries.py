@@ -19,18 +19,11 @@ inside :func:`feature_matrix` and :func:`registry_frame` only.
 from __future__ import annotations
 
 import difflib
-import functools
-import os
-import re
-import tomllib
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from datetime import date
-from importlib import resources
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from rlcompare.errors import UnknownNameError, UsageError
 from rlcompare.registry.facts import (
@@ -42,149 +35,29 @@ from rlcompare.registry.facts import (
     is_well_formed_url,
     survey_evidence,
 )
+from rlcompare.registry.fields import (
+    COMMON_FIELDS,
+    DOMAIN_AXES,
+    FIELDS,
+    FRAMEWORK_ID_PATTERN,
+    LIST_KINDS,
+    MAX_PROBLEMS_SHOWN,
+    PLAIN_KEYS,
+    REQUIRED_FIELDS,
+    SCHEMA_VERSION,
+    TAXONOMY_FIELDS,
+    FieldSpec,
+)
 from rlcompare.registry.vocabulary import (
-    ALGORITHM_PATTERN,
-    ARCHITECTURES,
-    BACKENDS,
-    COMPUTING_PARALLELISM,
-    DOCS,
     DOMAINS,
-    ENV_API_PATTERN,
-    INFERENCE_BACKENDS,
-    LORA,
-    ORCHESTRATION,
-    PARTIAL_ROLLOUTS,
-    PLACEMENT,
-    ROLLOUT_BUFFER,
-    SIMULATION_PARALLELISM,
-    SPDX_PATTERN,
-    STALENESS,
     SURVEYS,
-    SYNCHRONIZATION,
-    TRAINING_BACKENDS,
-    TYPE_HINTS,
-    WEIGHT_SYNC,
 )
 
 if TYPE_CHECKING:
-    import pandas as pd
-
-SCHEMA_VERSION = 2
-FRAMEWORK_ID_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
-#: Where the built-in entries live, relative to the ``rlcompare`` package.
-BUILTIN_DIRECTORY = "frameworks"
-#: How many problems one error line names before saying "and N more".
-MAX_PROBLEMS_SHOWN = 12
-
+    pass
 
 class InvalidFrameworkEntryError(UsageError):
     """A registry entry that does not validate; the message names the file and the field."""
-
-
-# -------------------------------------------------------------------------------------------------
-# fields
-# -------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FieldSpec:
-    """What values one fact accepts; ``kind`` picks the check in :func:`_check_value`."""
-
-    kind: Literal["bool", "year", "text", "url", "spdx", "choice", "choices", "names", "release"]
-    description: str
-    group: Literal["common", "control", "llm"] = "common"
-    allowed: tuple[str, ...] = ()
-    pattern: re.Pattern[str] | None = None
-    may_be_unknown: bool = True
-    extra_values: tuple[str, ...] = ()  # accepted besides the kind's values, e.g. "none" for homepage
-
-
-def _control(kind: Any, description: str, **kwargs: Any) -> FieldSpec:
-    return FieldSpec(kind, description, group="control", **kwargs)
-
-
-def _llm(description: str, allowed: tuple[str, ...]) -> FieldSpec:
-    return FieldSpec("choices", description, group="llm", allowed=allowed)
-
-
-#: Every fact an entry can state, in display order. Keys are what ``--where`` and the JSON output use.
-FIELDS: dict[str, FieldSpec] = {
-    "repository": FieldSpec("url", "Source repository, or 'none' (with a note) while the code is unpublished.",
-                            may_be_unknown=False, extra_values=("none",)),
-    "homepage": FieldSpec("url", "Project or documentation home page.", extra_values=("none",)),
-    "licence": FieldSpec("spdx", "SPDX licence identifier.", pattern=SPDX_PATTERN),
-    "institution": FieldSpec("text", "Institution that created or maintains it."),
-    "first_release_year": FieldSpec("year", "Year of the first public release or the paper releasing it."),
-    "latest_release": FieldSpec("release", "Latest release: {version, date}, or 'none' if never released.",
-                                extra_values=("none",)),
-    "surveys": FieldSpec("choices", "Comparisons (surveys) that cover it, by id.", allowed=tuple(SURVEYS)),
-    "backend": FieldSpec("choices", "Deep-learning backends.", allowed=BACKENDS),
-    "algorithms": FieldSpec("names", "Algorithms shipped, canonical upper-case names.", pattern=ALGORITHM_PATTERN),
-    "synchronization": FieldSpec("choices", "How acting (generation) and learning synchronise.",
-                                 allowed=SYNCHRONIZATION),
-    "docs": FieldSpec("choice", "Documentation: a hosted site, files in the repository, or none.", allowed=DOCS),
-    "type_hints": FieldSpec("choice", "Type hints: checked in CI, annotated, or none.", allowed=TYPE_HINTS),
-    "tests": FieldSpec("bool", "Has an automated test suite."),
-    "coverage_reported": FieldSpec("bool", "Publishes test-coverage measurements."),
-    "ci": FieldSpec("bool", "Runs continuous integration."),
-    # the seed survey's axes (required for control entries)
-    "multi_agent": _control("bool", "Multi-agent RL support."),
-    "offline_rl": _control("bool", "Offline (batch) RL support."),
-    "evolutionary": _control("bool", "Evolutionary or population-based methods (ES, GA, CEM, PBT)."),
-    "architecture": _control("choices", "Learning-system architecture.", allowed=ARCHITECTURES),
-    "simulation_parallelism": _control("choices", "How environments run in parallel.",
-                                       allowed=SIMULATION_PARALLELISM),
-    "computing_parallelism": _control("choices", "Parallel hardware it uses.", allowed=COMPUTING_PARALLELISM),
-    "env_apis": _control("names", "Environment interfaces supported.", pattern=ENV_API_PATTERN),
-    # the LLM post-training axes (required for llm entries)
-    "orchestration": _llm("Orchestration primitive that runs and connects generation and training.",
-                          ORCHESTRATION),
-    "rollout_buffer": _llm("How finished rollouts reach the trainer.", ROLLOUT_BUFFER),
-    "weight_sync": _llm("How new weights reach the inference engines.", WEIGHT_SYNC),
-    "staleness": _llm("How off-policy lag between generation and training is bounded or corrected.",
-                      STALENESS),
-    "partial_rollouts": _llm("What happens to generations in flight when weights change.", PARTIAL_ROLLOUTS),
-    "lora": _llm("LoRA (adapter) training support.", LORA),
-    "training_backend": _llm("Distributed training backends.", TRAINING_BACKENDS),
-    "inference_backend": _llm("Inference (generation) engines.", INFERENCE_BACKENDS),
-    "placement": _llm("Generator and trainer on the same GPUs (colocated) or separate ones (disaggregated).",
-                      PLACEMENT),
-}
-LIST_KINDS = ("choices", "names")
-COMMON_FIELDS = tuple(name for name, spec in FIELDS.items() if spec.group == "common")
-CONTROL_FIELDS = tuple(name for name, spec in FIELDS.items() if spec.group == "control")
-LLM_FIELDS = tuple(name for name, spec in FIELDS.items() if spec.group == "llm")
-#: Facts each domain must state; the other domain's axes are optional.
-REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
-    "control": (*COMMON_FIELDS, *CONTROL_FIELDS),
-    "llm": (*COMMON_FIELDS, *LLM_FIELDS),
-}
-
-#: The survey's taxonomy dimensions: the columns of :func:`feature_matrix`.
-TAXONOMY_FIELDS: dict[str, tuple[str, ...]] = {
-    "architecture": ARCHITECTURES,
-    "simulation_parallelism": SIMULATION_PARALLELISM,
-    "computing_parallelism": COMPUTING_PARALLELISM,
-    "synchronization": SYNCHRONIZATION,
-}
-FEATURE_FIELDS = ("multi_agent", "offline_rl", "evolutionary")
-#: The axes each domain is compared on, in display order (``rlcompare frameworks`` shows these).
-DOMAIN_AXES: dict[str, tuple[str, ...]] = {
-    "control": ("backend", "architecture", "simulation_parallelism", "computing_parallelism", "synchronization"),
-    "llm": ("orchestration", "placement", "rollout_buffer", "weight_sync", "staleness", "partial_rollouts",
-            "lora", "training_backend", "inference_backend"),
-}
-
-#: Friendly spellings accepted by ``--where``.
-KEY_ALIASES = {"license": "licence", "backends": "backend", "algorithm": "algorithms", "env_api": "env_apis",
-               "survey": "surveys"}
-#: Plain (unsourced) attributes that ``--where`` can also filter on.
-PLAIN_KEYS = ("id", "name", "domain")
-
-
-# -------------------------------------------------------------------------------------------------
-# facts and entries
-# -------------------------------------------------------------------------------------------------
 
 
 class FrameworkEntry(_Strict):
@@ -389,7 +262,7 @@ def _check_value(spec: FieldSpec, fact: Fact) -> str | None:
         if kind == "spdx" and spec.pattern is not None and not spec.pattern.match(value):
             return f"{value!r} is not an SPDX licence expression (e.g. 'MIT', 'Apache-2.0')"
         if kind == "choice":
-            return _choice_problem(value, spec.allowed)
+            return choice_problem(value, spec.allowed)
         return None
     # list kinds
     if not isinstance(value, (list, tuple)):
@@ -402,7 +275,7 @@ def _check_value(spec: FieldSpec, fact: Fact) -> str | None:
             return f"{item!r} is listed twice"
         seen.add(item)
         if kind == "choices":
-            problem = _choice_problem(item, spec.allowed)
+            problem = choice_problem(item, spec.allowed)
             if problem:
                 return problem
         elif spec.pattern is not None and not spec.pattern.match(item):
@@ -410,7 +283,7 @@ def _check_value(spec: FieldSpec, fact: Fact) -> str | None:
     return None
 
 
-def _choice_problem(value: str, allowed: Sequence[str]) -> str | None:
+def choice_problem(value: str, allowed: Sequence[str]) -> str | None:
     if value in allowed:
         return None
     message = f"{value!r} is not one of {', '.join(allowed)}"
@@ -421,11 +294,6 @@ def _choice_problem(value: str, allowed: Sequence[str]) -> str | None:
     if close:
         message += f"; did you mean {close[0]!r}?"
     return message
-
-
-# -------------------------------------------------------------------------------------------------
-# loading
-# -------------------------------------------------------------------------------------------------
 
 
 def framework_entry_from_dict(data: Any, source: str, default_as_of: date | None = None) -> FrameworkEntry:
@@ -514,90 +382,6 @@ def unpublished_entry(
     return framework_entry_from_dict(data, source)
 
 
-def load_framework_file(path: str | Path) -> FrameworkEntry:
-    """Read one entry from a TOML file whose stem must equal the entry's ``id``."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InvalidFrameworkEntryError(f"{path}: cannot read registry entry ({exc.strerror})") from None
-    return _entry_from_text(text, str(path), path.stem)
-
-
-def _entry_from_text(text: str, source: str, stem: str) -> FrameworkEntry:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidFrameworkEntryError(f"{source}: not valid TOML ({exc})") from None
-    entry = framework_entry_from_dict(data, source)
-    if entry.id != stem:
-        raise InvalidFrameworkEntryError(f"{source}: field 'id': {entry.id!r} does not match the file name {stem!r}")
-    return entry
-
-
-def builtin_framework_files() -> list[Any]:
-    """The packaged entry files (``importlib.resources`` traversables), sorted by name."""
-    directory = resources.files("rlcompare.registry") / BUILTIN_DIRECTORY
-    return sorted((item for item in directory.iterdir() if item.name.endswith(".toml")),
-                  key=lambda item: item.name.removesuffix(".toml"))
-
-
-def load_framework_resource(item: Any) -> FrameworkEntry:
-    """Read one packaged entry (an ``importlib.resources`` traversable, zip-safe)."""
-    return _entry_from_text(item.read_text(encoding="utf-8"), str(item), item.name.removesuffix(".toml"))
-
-
-@functools.cache
-def load_builtin_entries() -> tuple[FrameworkEntry, ...]:
-    """Every built-in entry; the first invalid file raises, naming the file and the field."""
-    return tuple(validated_entry(item, data) for item, data in load_builtin_entry_tables())
-
-
-def validated_entry(item: Any, data: dict[str, Any]) -> FrameworkEntry:
-    """A packaged entry from its parsed table, its id checked against the file name."""
-    source, stem = str(item), item.name.removesuffix(".toml")
-    entry = framework_entry_from_dict(data, source)
-    if entry.id != stem:
-        raise InvalidFrameworkEntryError(f"{source}: field 'id': {entry.id!r} does not match the file name {stem!r}")
-    return entry
-
-
-def load_builtin_entry_tables(items: Sequence[Any] | None = None) -> list[tuple[Any, dict[str, Any]]]:
-    """Each packaged file with its parsed TOML. Parsing 40 files of evidence takes longer than the
-    rest of listing the registry, so the parsed tables are kept in the user cache, keyed by the
-    files' exact bytes; a missing or unreadable cache only means parsing again."""
-    import hashlib
-    import json
-
-    from rlcompare.harness.host import cache_dir
-
-    items = list(builtin_framework_files() if items is None else items)
-    texts = [item.read_text(encoding="utf-8") for item in items]
-    digest = hashlib.sha256("\0".join(f"{item.name}\0{text}" for item, text in zip(items, texts, strict=True))
-                            .encode()).hexdigest()[:24]
-    cached = cache_dir() / f"registry-{SCHEMA_VERSION}-{digest}.json"
-    try:
-        tables = json.loads(cached.read_text(encoding="utf-8"))
-        if isinstance(tables, list) and len(tables) == len(items):
-            return list(zip(items, tables, strict=True))
-    except (OSError, ValueError):
-        pass
-    tables = []
-    for item, text in zip(items, texts, strict=True):
-        try:
-            tables.append(tomllib.loads(text))
-        except tomllib.TOMLDecodeError as exc:
-            raise InvalidFrameworkEntryError(f"{item}: not valid TOML ({exc})") from None
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        partial = cached.with_name(cached.name + f".{os.getpid()}.tmp")
-        partial.write_text(json.dumps(tables, default=str), encoding="utf-8")
-        os.replace(partial, cached)
-    except OSError:
-        pass
-    return list(zip(items, tables, strict=True))
-
-
 def describe_validation_error(exc: ValidationError) -> str:
     """One line naming every error: the dotted field path, what was expected, what was given."""
     return join_problems(describe_validation_problems(exc))
@@ -643,179 +427,3 @@ def describe_validation_problems(exc: ValidationError) -> list[str]:
     return problems
 
 
-def entries_from_registered(registered: Mapping[str, Any]) -> tuple[dict[str, FrameworkEntry], list[str]]:
-    """Entries that plugins registered, by id; a plugin may pass an entry or a plain table.
-
-    Returns the valid entries and one line per rejected one (reported, never fatal for the others).
-    """
-    entries: dict[str, FrameworkEntry] = {}
-    problems: list[str] = []
-    for key, raw in sorted(registered.items()):
-        if isinstance(raw, FrameworkEntry):
-            entries[key] = raw
-            continue
-        try:
-            entries[key] = framework_entry_from_dict(
-                raw.model_dump() if isinstance(raw, BaseModel) else raw, f"framework {key!r}"
-            )
-        except InvalidFrameworkEntryError as error:
-            problems.append(str(error))
-    return entries, problems
-
-
-# -------------------------------------------------------------------------------------------------
-# filtering
-# -------------------------------------------------------------------------------------------------
-
-_TRUE = ("true", "yes", "1")
-_FALSE = ("false", "no", "0")
-
-
-@dataclass(frozen=True)
-class Condition:
-    """``KEY=VALUE[,VALUE...]`` from ``--where``: the fact matches if any of the values does."""
-
-    key: str
-    values: tuple[Any, ...]
-    text: str
-
-    def matches(self, entry: FrameworkEntry) -> bool:
-        return any(_matches(entry.value(self.key), wanted) for wanted in self.values)
-
-
-def _matches(actual: Any, wanted: Any) -> bool:
-    if actual is None:  # the fact does not apply to the entry's domain and is not stated
-        return False
-    if wanted == UNKNOWN:
-        return isinstance(actual, str) and actual == UNKNOWN
-    if isinstance(actual, Release):
-        return str(wanted).casefold() in (actual.version.casefold(), actual.date.isoformat())
-    if isinstance(actual, (list, tuple)):
-        return any(str(item).casefold() == str(wanted).casefold() for item in actual)
-    if isinstance(actual, bool) or isinstance(wanted, bool):
-        return actual is wanted
-    if isinstance(actual, int):
-        return actual == wanted
-    return str(actual).casefold() == str(wanted).casefold()
-
-
-def where_keys() -> list[str]:
-    return [*PLAIN_KEYS, *FIELDS]
-
-
-def parse_condition(text: str) -> Condition:
-    """Parse and check one ``KEY=VALUE`` expression; bad input raises a one-line usage error."""
-    key, sep, raw = text.partition("=")
-    key = key.strip()
-    if not sep or not key:
-        raise UsageError(f"--where {text!r}: expected KEY=VALUE, e.g. synchronization=asynchronous")
-    key = KEY_ALIASES.get(key, key)
-    if key not in where_keys():
-        raise UnknownNameError("--where key", key, where_keys(), "rlcompare frameworks --help")
-    values = [part.strip() for part in raw.split(",")]
-    if not all(values):
-        raise UsageError(f"--where {text!r}: expected a value after '{key}=' (comma-separated for any of several)")
-    return Condition(key, tuple(_parse_value(key, value, text) for value in values), text)
-
-
-def _parse_value(key: str, value: str, text: str) -> Any:
-    if value.casefold() == UNKNOWN:
-        return UNKNOWN
-    if key == "domain":
-        return _parse_choice(key, value, tuple(DOMAINS), text)
-    spec = FIELDS.get(key)
-    if spec is None:  # id, name
-        return value
-    if spec.kind == "bool":
-        if value.casefold() in _TRUE:
-            return True
-        if value.casefold() in _FALSE:
-            return False
-        raise UsageError(f"--where {text!r}: '{key}' takes true, false or unknown, got {value!r}")
-    if spec.kind == "year":
-        if not value.isdigit():
-            raise UsageError(f"--where {text!r}: '{key}' takes a year, got {value!r}")
-        return int(value)
-    if spec.kind in ("choice", "choices"):
-        return _parse_choice(key, value, (*spec.allowed, *spec.extra_values), text)
-    return value
-
-
-def _parse_choice(key: str, value: str, allowed: Sequence[str], text: str) -> str:
-    folded = {choice.casefold(): choice for choice in allowed}
-    if value.casefold() in folded:
-        return folded[value.casefold()]
-    problem = _choice_problem(value, allowed) or ""
-    raise UsageError(f"--where {text!r}: '{key}' value {problem}")
-
-
-def filter_entries(entries: Iterable[FrameworkEntry], conditions: Iterable[str | Condition]) -> list[FrameworkEntry]:
-    """Entries matching every condition (conditions are ANDed; comma-separated values are ORed)."""
-    parsed = [c if isinstance(c, Condition) else parse_condition(c) for c in conditions]
-    return [entry for entry in entries if all(condition.matches(entry) for condition in parsed)]
-
-
-# -------------------------------------------------------------------------------------------------
-# tables for reports and criteria
-# -------------------------------------------------------------------------------------------------
-
-
-def feature_matrix(
-    entries: Iterable[FrameworkEntry] | None = None,
-    dimensions: Iterable[str] = tuple(TAXONOMY_FIELDS),
-    include_features: bool = True,
-) -> pd.DataFrame:
-    """Frameworks x taxonomy as a DataFrame of nullable booleans.
-
-    Rows are framework ids; columns are a MultiIndex ``(dimension, value)``, e.g.
-    ``("synchronization", "asynchronous")``. ``dimensions`` may name any list axis (the survey's
-    taxonomy by default, or LLM axes such as ``weight_sync``). A cell is True when the evidence
-    lists the value, False when the fact is ``complete`` and does not list it, and <NA> otherwise:
-    an unlisted value of an incomplete list is not evidence of absence, and an axis an entry does not
-    state is unknown. With ``include_features``, the boolean facts (multi-agent, offline RL,
-    evolutionary) follow as ``("features", name)`` columns.
-    """
-    import pandas as pd
-
-    entries = list(load_builtin_entries() if entries is None else entries)
-    dimensions = list(dimensions)
-    matrix_axes = {name: spec.allowed for name, spec in FIELDS.items() if spec.kind == "choices"}
-    for dimension in dimensions:
-        if dimension not in matrix_axes:
-            raise UnknownNameError("taxonomy dimension", dimension, matrix_axes)
-    columns = [(dimension, value) for dimension in dimensions for value in matrix_axes[dimension]]
-    if include_features:
-        columns += [("features", name) for name in FEATURE_FIELDS]
-    rows = []
-    for entry in entries:
-        row: list[bool | None] = []
-        for dimension, value in columns:
-            fact = entry.fact(value if dimension == "features" else dimension)
-            if fact is None or fact.is_unknown:
-                row.append(None)
-            elif dimension == "features":
-                row.append(fact.value)
-            elif value in fact.value:
-                row.append(True)
-            else:
-                row.append(False if fact.complete else None)
-        rows.append(row)
-    frame = pd.DataFrame(rows, index=pd.Index([e.id for e in entries], name="framework"),
-                         columns=pd.MultiIndex.from_tuples(columns, names=["dimension", "value"]))
-    return frame.astype("boolean")
-
-
-def registry_frame(entries: Iterable[FrameworkEntry] | None = None) -> pd.DataFrame:
-    """One row per framework, one column per fact value (lists as Python lists, a release as
-    ``{version, date}``, ``None`` where the entry does not state the fact); for reports."""
-    import pandas as pd
-
-    entries = list(load_builtin_entries() if entries is None else entries)
-    records = []
-    for entry in entries:
-        record: dict[str, Any] = {"id": entry.id, "name": entry.name, "domain": entry.domain}
-        for name in FIELDS:
-            fact = entry.fact(name)
-            record[name] = None if fact is None else fact.json_value()
-        records.append(record)
-    return pd.DataFrame.from_records(records, columns=["id", "name", "domain", *FIELDS]).set_index("id")

@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from rlcompare.registry.entries import FrameworkEntry, load_builtin_entries, load_framework_file
+from rlcompare.registry.entries import FrameworkEntry
 from rlcompare.registry.facts import Evidence, normalize_whitespace
+from rlcompare.registry.loading import load_builtin_entries, load_framework_file
 
 Status = Literal["verified", "excerpt-not-found", "file-not-found", "commit-not-found", "no-clone", "not-checkable"]
 #: How the per-status counts are grouped in the summary.

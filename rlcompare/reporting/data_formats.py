@@ -11,10 +11,10 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
+from rlcompare.reporting.model import TABLES, Report
+
 if TYPE_CHECKING:
     import pandas as pd
-
-    from rlcompare.reporting.model import Report
 
 JSON_SCHEMA_NAME = "rlcompare-report"
 JSON_SCHEMA_VERSION = 1
@@ -44,8 +44,6 @@ def _plain(value: Any) -> Any:
 
 
 def report_document(report: Report) -> dict[str, Any]:
-    from rlcompare.reporting.model import TABLES
-
     return {
         "schema": JSON_SCHEMA_NAME,
         "schema_version": JSON_SCHEMA_VERSION,
@@ -62,8 +60,6 @@ def report_document(report: Report) -> dict[str, Any]:
 
 def json_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of the JSON report."""
-    from rlcompare.reporting.model import TABLES
-
     row = {"type": "object", "additionalProperties": {"type": ["string", "number", "integer", "boolean", "null"]}}
     estimate = {"type": ["object", "null"], "required": ["point", "low", "high", "n"],
                 "properties": {k: {"type": ["number", "null"]} for k in ("point", "low", "high")}
@@ -113,8 +109,6 @@ def render_json(report: Report) -> dict[str, str]:
 
 
 def render_csv(report: Report) -> dict[str, str]:
-    from rlcompare.reporting.model import TABLES
-
     return {f"{CSV_DIRECTORY}/{name}.csv": report.table(name).to_csv(index=False) for name in TABLES}
 
 

@@ -211,8 +211,6 @@ class ScoringInputs:
         return joined.sort_values(["workload_id", "adapter", "seed", "env_steps"], kind="stable").reset_index(drop=True)
 
     def profile_object(self) -> WeightProfile:
-        from rlcompare.scoring.profiles import WeightProfile
-
         data = dict(self.profile)
         for name in ("categories", "weights"):  # canonical form writes 1.0 as 1
             data[name] = {key: float(value) for key, value in (data.get(name) or {}).items()}

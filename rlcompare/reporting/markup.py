@@ -60,8 +60,8 @@ def cell_text(cell: Any) -> Safe | str:
 
 
 def _heading(criterion: Any) -> str:
-    title = str(getattr(criterion, "title", "") or criterion.id)
-    unit, direction = getattr(criterion, "unit", ""), getattr(criterion, "direction", "")
+    title = str(criterion.title or criterion.id)
+    unit, direction = criterion.unit, criterion.direction
     return f"{title} ({unit}, {direction} is better)"
 
 
@@ -73,8 +73,8 @@ def report_view(report: Report) -> dict[str, Any]:
     matrix = report.matrix
     adapters = matrix.adapters
     overall = report.table("overall")
-    per_workload = [cid for cid, c in matrix.criteria.items() if getattr(c, "per_workload", True)]
-    per_adapter = [cid for cid, c in matrix.criteria.items() if not getattr(c, "per_workload", True)]
+    per_workload = [cid for cid, c in matrix.criteria.items() if c.per_workload]
+    per_adapter = [cid for cid, c in matrix.criteria.items() if not c.per_workload]
 
     ranking = [{"rank": "-" if row.rank is None or row.rank != row.rank else str(int(row.rank)),
                 "adapter": row.adapter, "framework": row.framework,
@@ -88,8 +88,8 @@ def report_view(report: Report) -> dict[str, Any]:
     for cid, criterion in matrix.criteria.items():
         if not any((cid, a) in matrix.aggregates for a in adapters):
             continue
-        scores.append({"id": cid, "title": str(getattr(criterion, "title", cid)),
-                       "unit": str(getattr(criterion, "unit", "")), "weight": Safe(f"{matrix.weights.get(cid, 0.0):.3f}"),
+        scores.append({"id": cid, "title": str(criterion.title),
+                       "unit": str(criterion.unit), "weight": Safe(f"{matrix.weights.get(cid, 0.0):.3f}"),
                        "cells": [estimate_text(matrix.aggregates[(cid, a)]["mean"]) if (cid, a) in matrix.aggregates
                                  else "missing" for a in adapters]})
     workloads_by_id = {row.workload: row for row in report.table("workloads").itertuples()}

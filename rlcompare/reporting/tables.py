@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from rlcompare.registry.tables import feature_matrix
 from rlcompare.scoring.criteria import ALL_WORKLOADS
 from rlcompare.store.library_versions import mixed_version_warnings
 
@@ -71,10 +72,10 @@ def overall_table(matrix: ScoreMatrix) -> pd.DataFrame:
 
 
 def criteria_table(matrix: ScoreMatrix) -> pd.DataFrame:
-    rows = [{"criterion": cid, "title": getattr(c, "title", cid), "category": getattr(c, "category", ""),
-             "unit": getattr(c, "unit", ""), "direction": getattr(c, "direction", ""),
-             "normalization": getattr(c, "normalization", ""), "per_workload": bool(getattr(c, "per_workload", True)),
-             "weight": float(matrix.weights.get(cid, 0.0)), "method": getattr(c, "method", "")}
+    rows = [{"criterion": cid, "title": c.title, "category": c.category,
+             "unit": c.unit, "direction": c.direction,
+             "normalization": c.normalization, "per_workload": bool(c.per_workload),
+             "weight": float(matrix.weights.get(cid, 0.0)), "method": c.method}
             for cid, c in matrix.criteria.items()]
     return _frame(rows, ("criterion", "title", "category", "unit", "direction", "normalization", "per_workload",
                          "weight", "method"))
@@ -96,7 +97,7 @@ def cells_table(matrix: ScoreMatrix) -> pd.DataFrame:
     rows = []
     for cell in matrix.cells.values():
         criterion = matrix.criteria.get(cell.criterion)
-        rows.append({**cell.to_dict(), "unit": getattr(criterion, "unit", "")})
+        rows.append({**cell.to_dict(), "unit": criterion.unit})
     return _frame(rows, ("criterion", "adapter", "workload", "point", "low", "high", "n", "censored", "unit",
                          "label", "note", "missing"))
 
@@ -288,9 +289,7 @@ def taxonomy_table(frameworks: Sequence[str], entries: Mapping[str, Any]) -> pd.
 def feature_table(frameworks: Sequence[str], entries: Mapping[str, Any]) -> pd.DataFrame:
     """The feature matrix of the compared frameworks that have entries, tidy: framework, dimension,
     value, offered (true, false, or empty when the registry does not say)."""
-    from rlcompare.registry.entries import feature_matrix
-
-    known = [entries[f] for f in frameworks if f in entries and getattr(entries[f], "domain", "") == "control"]
+    known = [entries[f] for f in frameworks if f in entries and entries[f].domain == "control"]
     if not known:
         return _frame([], ("framework", "dimension", "value", "offered"))
     import pandas as pd

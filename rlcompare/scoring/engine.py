@@ -188,10 +188,8 @@ class ScoreMatrix:
         }
 
 
-def _describe(criterion: Any) -> dict[str, Any]:
-    if hasattr(criterion, "describe"):
-        return criterion.describe()
-    return {name: getattr(criterion, name, None) for name in ("id", "title", "category", "unit", "direction", "method")}
+def _describe(criterion: Criterion) -> dict[str, Any]:
+    return criterion.describe()
 
 
 def _estimate_dict(estimate: Estimate | None) -> dict[str, Any] | None:
@@ -248,7 +246,7 @@ def score(
     options = options or ScoringOptions()
     # performance first, then development; registration order within a category (a stable sort)
     order = {category: i for i, category in enumerate(CATEGORIES)}
-    criteria = dict(sorted(criteria.items(), key=lambda item: order.get(getattr(item[1], "category", None), 99)))
+    criteria = dict(sorted(criteria.items(), key=lambda item: order.get(item[1].category, 99)))
     results, errors = _compute_all(data, criteria)
     values = _values_frame(results)
     normalized, references = _normalize_all(data, criteria, values)
@@ -471,8 +469,8 @@ def normalize(criterion: Criterion, values: pd.DataFrame, data: ScoringData) -> 
     raw = values["value"].to_numpy(dtype=float)
     workloads = values["workload_id"]
     finite = np.isfinite(raw)
-    higher = getattr(criterion, "direction", HIGHER) == HIGHER
-    kind = getattr(criterion, "normalization", "ratio")
+    higher = criterion.direction == HIGHER
+    kind = criterion.normalization
     cell_means = values[finite].groupby(["workload_id", "adapter"])["value"].mean()
     with np.errstate(divide="ignore", invalid="ignore"):
         if kind == "ratio":
@@ -493,7 +491,7 @@ def normalize(criterion: Criterion, values: pd.DataFrame, data: ScoringData) -> 
             scores = raw if higher else 1.0 - raw
             references = {}
         elif kind == "half-life":
-            half_life = float(getattr(criterion, "half_life", 365.0))
+            half_life = float(criterion.half_life)
             decay = np.power(0.5, raw / half_life)
             scores = decay if not higher else 1.0 - decay
             references = {ALL_WORKLOADS: {"half_life": half_life}}
@@ -578,7 +576,7 @@ def _apply_missing_data_rule(
                 left_out.append({"criterion": cid, "workload": workload_id,
                                  "reason": f"no value for {', '.join(lacking)}"})
             continue
-        if getattr(criterion, "category", PERFORMANCE) != PERFORMANCE:
+        if criterion.category != PERFORMANCE:
             continue
         lacking_valid = [a for a in data.adapters if a not in adapters
                          and workload_id in valid_workloads.get(a, set())]
@@ -693,7 +691,7 @@ def _pairwise_sets(
     both have, keyed (criterion, x, y, workloads)."""
     by_criterion: dict[str, dict[str, dict[str, Column]]] = {}
     for (cid, adapter, workload_id), column in columns:
-        if workload_id == ALL_WORKLOADS or not getattr(criteria[cid], "per_workload", True):
+        if workload_id == ALL_WORKLOADS or not criteria[cid].per_workload:
             continue
         by_criterion.setdefault(cid, {}).setdefault(adapter, {})[workload_id] = column
     sets = []
@@ -730,7 +728,7 @@ def _profile_sets(
     by_criterion: dict[str, dict[str, list[Column]]] = {}
     for (cid, adapter, workload_id), column in columns:
         criterion = criteria[cid]
-        if workload_id == ALL_WORKLOADS or getattr(criterion, "normalization", None) != "return":
+        if workload_id == ALL_WORKLOADS or criterion.normalization != "return":
             continue
         by_criterion.setdefault(cid, {}).setdefault(adapter, []).append(column)
     sets = []

@@ -26,6 +26,7 @@ from typing import Any
 
 from rlcompare.errors import UnknownNameError, UsageError
 from rlcompare.scoring.criteria import CATEGORIES, DEVELOPMENT, PERFORMANCE
+from rlcompare.spec.files import read_text_file
 
 DEFAULT_PROFILE = "balanced"
 
@@ -52,7 +53,7 @@ class WeightProfile:
         present_ids = list(criteria) if present is None else [cid for cid in present if cid in criteria]
         raw: dict[str, float] = {}
         for category in CATEGORIES:
-            members = [cid for cid in present_ids if getattr(criteria[cid], "category", None) == category]
+            members = [cid for cid in present_ids if criteria[cid].category == category]
             total = sum(self.relative_weight(cid) for cid in members)
             share = float(self.categories.get(category, 0.0))
             for cid in members:
@@ -134,8 +135,6 @@ def _table(path: Path, data: dict[str, Any], key: str) -> dict[str, Any]:
 def load_weights_file(path: str | Path, criteria: Mapping[str, Any]) -> WeightProfile:
     """A profile from a TOML file, validated against the registered ``criteria``; errors are one
     line naming the file and the offending key."""
-    from rlcompare.spec.workload import read_text_file
-
     path = Path(path)
     text = read_text_file(path, "weights file", UsageError, limit=1 << 16)
     try:

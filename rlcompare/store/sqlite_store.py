@@ -341,11 +341,8 @@ class Store:
         for column in records.json_columns():
             if row[column] is not None and not isinstance(row[column], str):
                 row[column] = json.dumps(row[column], sort_keys=True, default=str)
-        points = [
-            {**{column: getattr(point, column, None) for column in CURVE_COLUMNS},
-             "run_id": row["run_id"], "returns_json": json.dumps(list(point.returns))}
-            for point in curve
-        ]
+        points = [{**point.to_dict(), "run_id": row["run_id"], "returns_json": json.dumps(list(point.returns))}
+                  for point in curve]
         try:
             connection = self._connect(create=True)
             with connection:

@@ -392,7 +392,7 @@ print('\n' + json.dumps({'seconds': seconds, 'modules': sorted({name.split('.')[
 """
 
 #: What the import of a plugin module is compared with: the adapter contract itself.
-REFERENCE_MODULE = "rlcompare.harness.contract"
+REFERENCE_MODULE = "rlcompare.adapter"
 
 
 def framework_modules(adapter: Adapter) -> set[str]:
@@ -452,7 +452,7 @@ def check_registration(subject: Subject) -> None:
     try:
         check_adapter_class(adapter_class)
     except PluginError as error:
-        raise ConformanceFailure(f"{error}; fix the class attribute it names (rlcompare.harness.contract.Adapter)") from None
+        raise ConformanceFailure(f"{error}; fix the class attribute it names (rlcompare.adapter.Adapter)") from None
     framework = adapter_class.framework
     registered = subject.kit.plugins.frameworks
     if framework not in registered:
@@ -524,13 +524,13 @@ def fidelity_problems(adapter: Adapter, workload: Workload) -> list[str]:
     if missing:
         problems.append(
             f"fidelity() misses settings: {', '.join(missing)} ({workload.algorithm}) — add a FidelityEntry "
-            "(rlcompare.harness.contract) for each canonical setting, marked unsupported where the framework has none"
+            "(rlcompare.adapter) for each canonical setting, marked unsupported where the framework has none"
         )
     bad_status = [str(getattr(entry, "setting", entry)) for entry in entries
                   if not isinstance(getattr(entry, "status", None), Fidelity)]
     if bad_status:
         problems.append(f"fidelity() entries without a valid status: {', '.join(bad_status)} — use "
-                        "rlcompare.harness.contract.Fidelity.EXACT, APPROXIMATE or UNSUPPORTED")
+                        "rlcompare.adapter.Fidelity.EXACT, APPROXIMATE or UNSUPPORTED")
     unnamed = [entry.setting for entry in entries
                if getattr(entry, "status", None) in (Fidelity.EXACT, Fidelity.APPROXIMATE)
                and not entry.native_name and not str(entry.note or "").strip()]

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rlcompare import hookimpl
-from rlcompare.execution.backend import Backend, Ending, worker_environment
+from rlcompare.execution.backend import WORKER_MODULE, Backend, Ending, worker_environment
 
 
 class InlineBackend(Backend):
@@ -24,7 +24,7 @@ class InlineBackend(Backend):
     def submit(self, planned: Any, directory: Any) -> Ending:
         started = time.monotonic()
         with directory.log.open("wb") as log:
-            done = subprocess.run([sys.executable, "-m", "rlcompare.harness.worker", str(directory.spec)],
+            done = subprocess.run([sys.executable, "-m", WORKER_MODULE, str(directory.spec)],
                                   stdout=log, stderr=subprocess.STDOUT, env=worker_environment(planned),
                                   timeout=self.limits.timeout_seconds)
         result = directory.read_result()

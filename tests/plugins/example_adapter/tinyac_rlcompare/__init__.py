@@ -18,6 +18,7 @@ from rlcompare.adapter import (
     FidelityEntry,
     Setting,
     TrainingResult,
+    WorkloadLike,
     entry,
     map_settings,
 )
@@ -25,7 +26,6 @@ from rlcompare.adapter import (
 if TYPE_CHECKING:
     from rlcompare.adapter import TrainingContext
     from rlcompare.plugins.register import Register
-    from rlcompare.spec.workload import Workload
 
 #: The algorithm family this adapter runs. A new family (say, evolution strategies) would be
 #: registered by one more hook, ``rlcompare_register_algorithms``, where that hook exists.
@@ -56,7 +56,7 @@ class TinyACAdapter(Adapter):
         return Capabilities(algorithms=frozenset({ALGORITHM}), action_spaces=frozenset({"discrete"}),
                             vectorized_envs=True, rollout_workers=False, modes=frozenset({"sync"}))
 
-    def native_config(self, workload: Workload) -> tuple[dict[str, Any], list[FidelityEntry]]:
+    def native_config(self, workload: WorkloadLike) -> tuple[dict[str, Any], list[FidelityEntry]]:
         """tinyac's keyword arguments and the fidelity report, from one table (they cannot disagree)."""
         config, entries = map_settings(workload, SETTINGS)
         config = {key.removeprefix("A2CConfig."): value for key, value in config.items()}
@@ -72,14 +72,14 @@ class TinyACAdapter(Adapter):
         ]
         return config, entries
 
-    def fidelity(self, workload: Workload) -> list[FidelityEntry]:
+    def fidelity(self, workload: WorkloadLike) -> list[FidelityEntry]:
         return self.native_config(workload)[1]
 
-    def train(self, workload: Workload, context: TrainingContext) -> TrainingResult:
+    def train(self, workload: WorkloadLike, context: TrainingContext) -> TrainingResult:
         import tinyac  # the framework is imported here, and only here
 
         config, _ = self.native_config(workload)
-        envs = [context.env_factory(slot)() for slot in range(workload.parallelism.total_envs)]
+        envs = [make() for make in context.env_factories()]
         model = tinyac.A2C(envs, tinyac.A2CConfig(**config), seed=context.seed)
 
         def policy(observations: Any) -> Any:
