@@ -30,9 +30,9 @@ from rlcompare.registry.entries import (
 )
 from rlcompare.registry.facts import EVIDENCE_SHAPES, MAX_EXCERPT_CHARS, UNKNOWN, Evidence, Release
 from rlcompare.registry.fields import COMMON_FIELDS, CONTROL_FIELDS, LLM_FIELDS
+from rlcompare.registry.frames import feature_matrix, registry_frame
 from rlcompare.registry.loading import builtin_framework_files, load_builtin_entries, load_framework_file
 from rlcompare.registry.queries import filter_entries, parse_condition
-from rlcompare.registry.tables import feature_matrix, registry_frame
 from rlcompare.registry.vocabulary import SURVEYS, WEIGHT_SYNC
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -499,7 +499,7 @@ def test_the_vocabulary_has_the_values_the_comparisons_use() -> None:
 
 @pytest.fixture
 def cli() -> argparse.ArgumentParser:
-    from rlcompare.cli.registry import add_commands
+    from rlcompare.cli.frameworks import add_commands
 
     parser = argparse.ArgumentParser(prog="rlcompare")
     add_commands(parser.add_subparsers(dest="command"))
@@ -507,7 +507,7 @@ def cli() -> argparse.ArgumentParser:
 
 
 def _run(cli: argparse.ArgumentParser, argv: list[str]) -> int:
-    from rlcompare.cli.registry import COMMANDS
+    from rlcompare.cli.frameworks import COMMANDS
 
     args = cli.parse_args(argv)
     return COMMANDS[args.command](args)
@@ -576,7 +576,7 @@ def test_where_without_equals_is_an_argparse_error(
 
 def test_listing_frameworks_imports_no_rl_library_nor_pandas() -> None:
     code = (
-        "import argparse, sys\nfrom rlcompare.cli.registry import add_commands, COMMANDS\n"
+        "import argparse, sys\nfrom rlcompare.cli.frameworks import add_commands, COMMANDS\n"
         "p = argparse.ArgumentParser(); add_commands(p.add_subparsers(dest='command'))\n"
         "for argv in (['frameworks', '--json'], ['show', 'framework', 'rllib']):\n"
         "    a = p.parse_args(argv); assert COMMANDS[a.command](a) == 0\n"

@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rlcompare.registry.tables import feature_matrix
+from rlcompare.registry.frames import feature_matrix
 from rlcompare.scoring.criteria import ALL_WORKLOADS
 from rlcompare.store.library_versions import mixed_version_warnings
 
