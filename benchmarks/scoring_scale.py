@@ -31,10 +31,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from rlcompare.harness.measurement_cache import MeasurementCache  # noqa: E402
 from rlcompare.harness.validity import BudgetTolerance, judge_run  # noqa: E402
 from rlcompare.plugins.manager import build_plugin_manager  # noqa: E402
 from rlcompare.scoring.engine import DEFAULT_REPS, ScoringOptions, score_store  # noqa: E402
-from rlcompare.scoring.measurement_cache import MeasurementCache  # noqa: E402
 from rlcompare.scoring.profiles import get_profile  # noqa: E402
 from rlcompare.store.sqlite_store import CURVE_COLUMNS, RUN_COLUMNS, Store  # noqa: E402
 

@@ -20,6 +20,7 @@ from rlcompare.errors import IncompatibleError
 from rlcompare.harness.contract import ADAPTER_ID_PATTERN, Adapter, Capabilities, TrainingResult
 from rlcompare.harness.fidelity import Fidelity, FidelityEntry, Judge, Setting, entry, map_settings, only_if
 from rlcompare.harness.limits import COUNTER_SLOTS
+from rlcompare.harness.parity import ParityOutcome, ParityProbe
 from rlcompare.harness.private_ray import start_private_ray
 from rlcompare.harness.training_loop import TrainingSetup, train_with_setup
 from rlcompare.harness.validity import GRANULARITIES, BudgetTolerance
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ADAPTER_ID_PATTERN", "COUNTER_SLOTS", "GRANULARITIES", "Adapter", "BudgetTolerance", "Capabilities",
-    "EnvFactory", "Fidelity", "FidelityEntry", "IncompatibleError", "Judge", "Policy", "Setting",
+    "EnvFactory", "Fidelity", "FidelityEntry", "IncompatibleError", "Judge", "ParityOutcome", "ParityProbe", "Policy", "Setting",
     "TrainingContext", "TrainingResult", "TrainingSetup", "WorkloadLike", "entry", "episode_step_limit", "make_env", "map_settings", "only_if",
     "start_private_ray", "train_with_setup",
 ]

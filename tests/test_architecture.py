@@ -8,8 +8,8 @@ Every import counts: at module level, inside functions, and under ``if TYPE_CHEC
   score -> report; the plugin manager, the built-in plugins, the command line and the testing kit
   sit on top);
 - the harness (everything a run's worker imports) imports only itself, ``rlcompare.errors``, the
-  standard library, numpy and gymnasium (and Ray in the one module that starts a run's private
-  Ray, only when it is called);
+  standard library, numpy and gymnasium (and, only when called, Ray in the module that starts a
+  run's private Ray and torch in the parity helpers for PyTorch frameworks);
 - only the command line and the testing kit import the plugin manager;
 - no core module imports a built-in plugin (adapters, criteria, ``rlcompare.builtins``) by name;
 - the top of ``rlcompare/`` holds the public API only.
@@ -34,19 +34,20 @@ LAYERS: dict[str, frozenset[str]] = {
     "spec": frozenset({"harness"}),
     "registry": frozenset({"harness"}),
     "pyenvs": frozenset({"harness"}),
-    "plan": frozenset({"harness", "spec", "pyenvs"}),
+    "parity": frozenset({"harness", "spec", "pyenvs"}),
+    "plan": frozenset({"harness", "spec", "pyenvs", "parity"}),
     "store": frozenset({"harness", "spec"}),
-    "execution": frozenset({"harness", "spec", "pyenvs", "plan", "store"}),
-    "scoring": frozenset({"harness", "spec", "registry", "store"}),
-    "reporting": frozenset({"harness", "spec", "registry", "store", "scoring"}),
-    "plugins": frozenset({"harness", "spec", "registry", "pyenvs", "plan", "store", "execution", "scoring",
-                          "reporting", "hookspecs"}),
-    "builtins": frozenset({"harness", "spec", "registry", "pyenvs", "plan", "store", "execution", "scoring",
-                           "reporting", "plugins.register"}),
-    "cli": frozenset({"harness", "spec", "registry", "pyenvs", "plan", "store", "execution", "scoring",
+    "execution": frozenset({"harness", "spec", "pyenvs", "parity", "plan", "store"}),
+    "scoring": frozenset({"harness", "spec", "registry", "parity", "store"}),
+    "reporting": frozenset({"harness", "spec", "registry", "parity", "store", "scoring"}),
+    "plugins": frozenset({"harness", "spec", "registry", "pyenvs", "parity", "plan", "store", "execution",
+                          "scoring", "reporting", "hookspecs"}),
+    "builtins": frozenset({"harness", "spec", "registry", "pyenvs", "parity", "plan", "store", "execution",
+                           "scoring", "reporting", "plugins.register"}),
+    "cli": frozenset({"harness", "spec", "registry", "pyenvs", "parity", "plan", "store", "execution", "scoring",
                       "reporting", "plugins"}),
-    "testing": frozenset({"harness", "spec", "registry", "pyenvs", "plan", "store", "execution", "scoring",
-                          "reporting", "plugins", "adapter"}),
+    "testing": frozenset({"harness", "spec", "registry", "pyenvs", "parity", "plan", "store", "execution",
+                          "scoring", "reporting", "plugins", "adapter"}),
     # the public modules at the top
     "adapter": frozenset({"harness"}),
     "hookspecs": frozenset({"plugins.register"}),
@@ -57,7 +58,7 @@ LAYERS: dict[str, frozenset[str]] = {
 TOP_LEVEL_MODULES = {"__init__", "__main__", "adapter", "hookspecs", "errors"}
 #: Third-party packages the harness may import, and where else it may reach.
 HARNESS_THIRD_PARTY = {"numpy", "gymnasium"}
-HARNESS_EXCEPTIONS = {"rlcompare.harness.private_ray": {"ray"}}
+HARNESS_EXCEPTIONS = {"rlcompare.harness.private_ray": {"ray"}, "rlcompare.harness.parity_torch": {"torch"}}
 #: Top-level names of the built-in plugin distributions.
 BUILTIN_PLUGIN_PACKAGES = ("rlcompare_sb3", "rlcompare_tianshou", "rlcompare_rllib", "rlcompare_torchrl",
                            "rlcompare_skrl", "rlcompare_evotorch", "rlcompare_sample_factory", "rlcompare_criteria")

@@ -201,10 +201,10 @@ def test_development_criteria_measure_an_isolated_adapter_in_its_own_environment
     from rlcompare_criteria.installations import installation_of
     from tinyenv_rlcompare import TinyEnvAdapter
 
+    from rlcompare.harness.measurement_cache import MeasurementCache
     from rlcompare.plugins.manager import Plugins
     from rlcompare.plugins.register import Register
     from rlcompare.scoring.criteria import ScoringData
-    from rlcompare.scoring.measurement_cache import MeasurementCache
     from rlcompare.store.sqlite_store import Store
 
     class NamedTinyEnv(TinyEnvAdapter):  # the same adapter, naming gymnasium as its framework's package

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from rlcompare.execution.runner import LocalRunner
+from rlcompare.harness.measurement_cache import MeasurementCache
 from rlcompare.plan.matrix import Plan, build_plan
 from rlcompare.plugins.manager import build_plugin_manager
 from rlcompare.scoring.engine import ScoringOptions, score_store
-from rlcompare.scoring.measurement_cache import MeasurementCache
 from rlcompare.scoring.profiles import BUILTIN_PROFILES
 from rlcompare.spec.workload import workload_from_dict
 from rlcompare.store.sqlite_store import Store

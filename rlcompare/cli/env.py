@@ -42,7 +42,6 @@ def _size(count: int) -> str:
 
 
 def cmd_env(args: argparse.Namespace) -> int:
-
     if args.stale and args.action != "remove":
         raise UsageError(f"--stale goes with `env remove`, not `env {args.action}`")
     if args.refresh and args.action != "build":

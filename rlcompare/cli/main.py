@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import rlcompare
-from rlcompare.cli import env, frameworks, report, score
+from rlcompare.cli import env, frameworks, parity, report, score
 from rlcompare.cli.options import (
     DEFAULT_STORE,
     DEFAULT_TIMEOUT_SECONDS,
@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
                                  help="run every adapter in its own environment (default: only those that do "
                                       "not fit the main one; see `rlcompare env`)")
 
-    for group in (frameworks, env, score, report):
+    for group in (frameworks, env, parity, score, report):
         group.add_commands(commands)
     return parser
 
@@ -326,7 +326,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"list": cmd_list, "doctor": cmd_doctor, "plan": cmd_plan, "run": cmd_run,
-            **frameworks.COMMANDS, **env.COMMANDS, **score.COMMANDS, **report.COMMANDS}
+            **frameworks.COMMANDS, **env.COMMANDS, **parity.COMMANDS, **score.COMMANDS, **report.COMMANDS}
 
 
 #: Commands that only read and analyse a store (see main()).

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 from rlcompare.cli.options import DEFAULT_STORE, bootstrap_seed, repetitions, resolve_profile
 from rlcompare.cli.progress import note
 from rlcompare.errors import UsageError
+from rlcompare.harness.measurement_cache import MeasurementCache
 from rlcompare.plugins.manager import Plugins, build_plugin_manager
 from rlcompare.reporting.bundle import bundle_document, verify_bundle, write_bundle
 from rlcompare.reporting.citation import CITATION_FORMATS
 from rlcompare.reporting.formats import resolve_formats, write_report
-from rlcompare.scoring.measurement_cache import MeasurementCache
 from rlcompare.scoring.profiles import BUILTIN_PROFILES, DEFAULT_PROFILE
 from rlcompare.store.sqlite_store import Store
 

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from rlcompare.cli.options import DEFAULT_STORE, bootstrap_seed, repetitions, resolve_profile
 from rlcompare.cli.progress import note
+from rlcompare.harness.measurement_cache import MeasurementCache
 from rlcompare.plugins.manager import Plugins, build_plugin_manager
 from rlcompare.reporting.numbers import format_number
 from rlcompare.scoring.criteria import ALL_WORKLOADS, CriterionValue
-from rlcompare.scoring.measurement_cache import MeasurementCache
 from rlcompare.scoring.profiles import BUILTIN_PROFILES, DEFAULT_PROFILE
 from rlcompare.store.library_versions import mixed_version_warnings
 from rlcompare.store.sqlite_store import Store

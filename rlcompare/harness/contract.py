@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from rlcompare.errors import IncompatibleError, PluginError
 from rlcompare.harness.fidelity import FidelityEntry
+from rlcompare.harness.parity import ParityOutcome, ParityProbe
 from rlcompare.harness.validity import BudgetTolerance
 from rlcompare.harness.workload_view import WorkloadLike
 
@@ -136,6 +137,18 @@ class Adapter(ABC):
         says so; the run's validity verdict (:mod:`rlcompare.harness.validity`) is judged against it.
         """
         return BudgetTolerance.for_workload(workload)
+
+    def parity_update(self, probe: ParityProbe) -> ParityOutcome:
+        """Run the framework's own update on ``probe`` (:mod:`rlcompare.harness.parity`): load the
+        probe's weights into the framework's own model objects, let the framework compute its targets
+        (advantages and returns, or TD targets) and make exactly one optimizer step on the probe's
+        batch, and return what it computed. Called in a fresh process in the adapter's environment,
+        for each gradient family the adapter offers. The default says the adapter cannot: override
+        it, or keep it and say why in ``parity_unverifiable_reason``."""
+        return ParityOutcome.unverifiable(self.parity_unverifiable_reason)
+
+    #: Why :meth:`parity_update` is not implemented (shown with the ``unverifiable`` verdict).
+    parity_unverifiable_reason: ClassVar[str] = "the adapter declares no parity probe"
 
     def check_compatible(self, workload: WorkloadLike, action_space: str | None) -> None:
         """Raise :class:`IncompatibleError` naming both sides when the pair cannot run."""

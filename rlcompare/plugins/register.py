@@ -50,9 +50,10 @@ class Register:
 
     @property
     def families(self) -> Families:
-        """Every family a workload may name: those registered so far, and the built-ins (a built-in
-        name cannot be taken over; a plugin registering one clashes and is ignored)."""
-        return {**self.algorithms, **builtin_families()}
+        """Every family a workload may name: those registered so far, and the built-ins where their
+        plugin registered none (a built-in name cannot be taken over: a plugin registering one clashes
+        with the built-in plugin, both registrations drop, and the plain built-in stands)."""
+        return {**builtin_families(), **self.algorithms}
 
     def _add(self, kind: str, table: dict[str, Registered], key: str, value: Registered) -> None:
         if not isinstance(key, str) or not key:

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 import rlcompare
 from rlcompare.errors import RLCompareError
+from rlcompare.harness.measurement_cache import MeasurementCache
 from rlcompare.reporting.canonical import canonical, digest
 from rlcompare.scoring.criteria import Criterion, CriterionResult, ScoringCatalogue, ScoringData
-from rlcompare.scoring.measurement_cache import MeasurementCache
 from rlcompare.scoring.profiles import WeightProfile
 from rlcompare.store import records
 

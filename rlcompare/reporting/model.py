@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rlcompare.harness.measurement_cache import MeasurementCache
 from rlcompare.registry.entries import FrameworkEntry
 from rlcompare.reporting import tables
 from rlcompare.reporting.catalogue import ReportingCatalogue
 from rlcompare.reporting.citation import Citation, citation_of
 from rlcompare.reporting.figure_model import adapter_styles, scaling_groups
 from rlcompare.reporting.inputs import ScoringInputs, score_store_recorded
-from rlcompare.scoring.measurement_cache import MeasurementCache
 from rlcompare.scoring.profiles import WeightProfile
 from rlcompare.spec.families import Families
 from rlcompare.store.sqlite_store import Store

@@ -25,9 +25,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from rlcompare.harness.contract import Adapter
+from rlcompare.harness.measurement_cache import MeasurementCache
 from rlcompare.harness.protocol import UNKNOWN_ORIGIN, Origin
 from rlcompare.registry.entries import FrameworkEntry
-from rlcompare.scoring.measurement_cache import MeasurementCache
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -35,6 +35,13 @@ KINDS = ("gradient", "evolutionary")
 Kind = Literal["gradient", "evolutionary"]
 #: Env steps one update (or generation) of this family covers for a workload, across every env.
 BudgetGrain = Callable[[WorkloadLike], int]
+
+
+class ParityReference(Protocol):
+    """A family's reference update, as the family object carries it (the parity layer checks it is a
+    :class:`rlcompare.parity.reference.ReferenceUpdate`)."""
+
+    family: str
 
 
 class CanonicalHyperparameters(BaseModel):
@@ -64,6 +71,9 @@ class AlgorithmFamily:
     kind: Kind
     granularity: str
     budget_grain: BudgetGrain
+    #: The family's reference update for parity probes (:class:`rlcompare.parity.reference.ReferenceUpdate`),
+    #: or None: adapters offering the family are then ``unverifiable`` for it.
+    parity: ParityReference | None = None
 
     def __post_init__(self) -> None:
         check_family(self)
@@ -112,6 +122,8 @@ def check_family(family: Any) -> None:
                          f"got {family.granularity!r}")
     if not callable(family.budget_grain):
         raise ValueError(f"{label}: budget_grain must be a function of the workload")
+    if family.parity is not None and getattr(family.parity, "family", None) != name:
+        raise ValueError(f"{label}: parity must be a reference update of the family {name!r}")
 
 
 def check_family_for_plugin(family: Any, plugin: str) -> None:

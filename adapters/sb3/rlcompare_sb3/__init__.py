@@ -15,6 +15,8 @@ from rlcompare.adapter import (
     Capabilities,
     Fidelity,
     FidelityEntry,
+    ParityOutcome,
+    ParityProbe,
     Setting,
     TrainingResult,
     WorkloadLike,
@@ -150,28 +152,31 @@ class StableBaselines3Adapter(Adapter):
 
     # -- training ----------------------------------------------------------------------------------
 
-    def train(self, workload: WorkloadLike, context: TrainingContext) -> TrainingResult:
+    def build_model(self, workload: WorkloadLike, env: Any, seed: int) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+        """The SB3 algorithm for ``workload`` on the vector env ``env``: (model, kwargs, policy_kwargs)."""
         import stable_baselines3
         import torch
-        from stable_baselines3.common.callbacks import BaseCallback
         from stable_baselines3.common.logger import Logger
-        from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
         kwargs, _ = self.native_config(workload)
         policy_kwargs = dict(kwargs.pop("policy_kwargs"))
         policy_kwargs["activation_fn"] = getattr(torch.nn, ACTIVATIONS[workload.network.activation])
         if workload.algorithm == "A2C" and not kwargs["use_rms_prop"]:
             policy_kwargs["optimizer_class"] = torch.optim.Adam
-
-        factories = context.env_factories()
-        vec_env_class = DummyVecEnv if workload.parallelism.workers == 1 else SubprocVecEnv
-        env = vec_env_class(factories)
         algorithm_class = getattr(stable_baselines3, workload.algorithm)
-        model = algorithm_class(
-            "MlpPolicy", env, seed=context.seed, device="cpu", verbose=0, policy_kwargs=policy_kwargs, **kwargs
-        )
+        model = algorithm_class("MlpPolicy", env, seed=seed, device="cpu", verbose=0, policy_kwargs=policy_kwargs,
+                                **kwargs)
         # a logger with no outputs: SB3's default makes an empty SB3-<time> folder in TMPDIR per run
         model.set_logger(Logger(folder=None, output_formats=[]))
+        return model, kwargs, policy_kwargs
+
+    def train(self, workload: WorkloadLike, context: TrainingContext) -> TrainingResult:
+        from stable_baselines3.common.callbacks import BaseCallback
+        from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+        vec_env_class = DummyVecEnv if workload.parallelism.workers == 1 else SubprocVecEnv
+        env = vec_env_class(context.env_factories())
+        model, kwargs, policy_kwargs = self.build_model(workload, env, context.seed)
         deterministic = context.deterministic
 
         def policy(observations: Any) -> Any:
@@ -192,6 +197,16 @@ class StableBaselines3Adapter(Adapter):
                   "n_envs": workload.parallelism.total_envs, **kwargs,
                   "policy_kwargs": {key: str(value) for key, value in policy_kwargs.items()}}
         return TrainingResult(policy=policy, framework_env_steps=int(model.num_timesteps), native_config=native)
+
+    # -- parity ------------------------------------------------------------------------------------
+
+    def parity_update(self, probe: ParityProbe) -> ParityOutcome:
+        """SB3's own rollout buffer (GAE) and ``train()`` for one minibatch, on the probe's weights."""
+        if probe.family != "PPO":
+            return ParityOutcome.unverifiable(f"no {probe.family} probe is implemented for SB3 yet")
+        from rlcompare_sb3.parity import ppo_update
+
+        return ppo_update(self, probe)
 
 
 @hookimpl

@@ -1,4 +1,5 @@
-"""The measurement cache: expensive development measurements kept between scorings."""
+"""The measurement cache: expensive measurements (development criteria, parity verdicts) kept in the
+user's cache between commands, keyed by what determines them."""
 
 from __future__ import annotations
 

@@ -1,0 +1,181 @@
+"""Asking adapters for their framework's update on each probe, and keeping the verdicts.
+
+For every (adapter, gradient family it offers, probe case of that family's reference it can run),
+the probe is written to a file and the adapter's ``parity_update`` runs in a fresh interpreter of
+the adapter's environment (``python -m rlcompare.harness.parity_worker``): the main one, or its own
+when it needs one (:mod:`rlcompare.pyenvs`). The verdict is cached in the user's cache, keyed by
+everything that decides it: the adapter's code, the framework's versions (or the environment's
+lock), the probe, the reference's code and the protocol version. A second ``rlcompare parity`` is
+then a lookup.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import inspect
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import rlcompare
+from rlcompare.harness.contract import Adapter
+from rlcompare.harness.host import cache_dir
+from rlcompare.harness.measurement_cache import MeasurementCache
+from rlcompare.harness.parity import PARITY_PROTOCOL_VERSION, ParityError, ParityOutcome, ParityProbe
+from rlcompare.parity.reference import ProbeCase, ReferenceUpdate
+from rlcompare.parity.verdict import FAILED, UNVERIFIABLE, ParityVerdict, judge
+from rlcompare.pyenvs.manager import EnvironmentManager, EnvironmentSpec, isolation_reason
+from rlcompare.spec.families import Families
+
+#: Seconds one probe may take in its fresh interpreter (a framework's import included).
+PROBE_TIMEOUT_SECONDS = 600.0
+PARITY_CACHE = "parity.json"
+WORKER_MODULE = "rlcompare.harness.parity_worker"
+
+
+@dataclass(frozen=True)
+class ParityRequest:
+    """One probe to answer: an adapter, a family it offers, one of the family's probe cases."""
+
+    adapter_id: str
+    adapter_class: type[Adapter]
+    reference: ReferenceUpdate
+    case: ProbeCase
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """Where an adapter's probes run, and what identifies the installed framework there."""
+
+    python: str
+    identity: str
+    versions: dict[str, str | None]
+
+
+def default_cache(refresh: bool = False, log: Callable[[str], None] | None = None) -> MeasurementCache:
+    return MeasurementCache(cache_dir() / PARITY_CACHE, refresh=refresh, log=log)
+
+
+def parity_requests(
+    adapters: Mapping[str, type[Adapter]], families: Families, adapter_ids: Sequence[str] | None = None,
+    algorithms: Sequence[str] | None = None,
+) -> tuple[list[ParityRequest], list[ParityVerdict]]:
+    """The probes to run, and a verdict for each (adapter, gradient family) that has none to run:
+    a family without a reference update is ``unverifiable`` for every adapter that offers it."""
+    from rlcompare.harness.counted_envs import action_space_kind  # gymnasium: once probes are planned
+
+    requests: list[ParityRequest] = []
+    verdicts: list[ParityVerdict] = []
+    for adapter_id in adapter_ids or sorted(adapters):
+        adapter_class = adapters[adapter_id]
+        capabilities = adapter_class().capabilities()
+        for name in sorted(capabilities.algorithms):
+            if algorithms is not None and name not in algorithms:
+                continue
+            family = families.get(name)
+            if family is None or family.kind != "gradient":
+                continue  # an evolutionary family makes no gradient update to probe
+            reference = family.parity
+            if not isinstance(reference, ReferenceUpdate):
+                verdicts.append(ParityVerdict(adapter_id, name, "-", UNVERIFIABLE,
+                                              reason=f"the {name} family declares no reference update"))
+                continue
+            for case in reference.cases():
+                workload = reference.case_workload(case, families)
+                if capabilities.refusal(workload, action_space_kind(workload.env, workload.env_kwargs)) is None:
+                    requests.append(ParityRequest(adapter_id, adapter_class, reference, case))
+    return requests, verdicts
+
+
+def interpreter_for(adapter_class: type[Adapter], log: Callable[[str], None] | None = None) -> Interpreter:
+    """The main interpreter when the adapter fits it, else its own environment's (built if needed)."""
+    reason = isolation_reason(adapter_class)
+    if reason is None:
+        versions = {name: _version(name) for name in adapter_class.distributions}
+        return Interpreter(sys.executable, "main:" + json.dumps(versions, sort_keys=True), versions)
+    environment = EnvironmentManager(log=log).ensure(EnvironmentSpec.for_adapter(adapter_class))
+    return Interpreter(str(environment.python), f"environment:{environment.key}",
+                       {"environment": environment.key})
+
+
+def run_requests(requests: Iterable[ParityRequest], cache: MeasurementCache,
+                 log: Callable[[str], None] | None = None) -> list[ParityVerdict]:
+    """The verdict of every request, from the cache where it holds one."""
+    interpreters: dict[str, Interpreter] = {}
+    verdicts = []
+    for request in requests:
+        if request.adapter_id not in interpreters:
+            interpreters[request.adapter_id] = interpreter_for(request.adapter_class, log)
+        interpreter = interpreters[request.adapter_id]
+        probe_workload = request.reference.case_workload(request.case)
+        probe = request.reference.build_probe(probe_workload)
+        key = "|".join(["parity", request.adapter_id, _code_digest(request.adapter_class), request.reference.family,
+                        request.case.name, probe.digest(), _code_digest(type(request.reference)),
+                        interpreter.identity, f"protocol {PARITY_PROTOCOL_VERSION}", rlcompare.__version__])
+
+        def answer(request: ParityRequest = request, probe: ParityProbe = probe,
+                   interpreter: Interpreter = interpreter) -> dict:
+            return ask(request, probe, interpreter).to_dict()
+
+        data = cache.get_or_compute(key, answer, what=f"the {request.reference.family} update of {request.adapter_id} "
+                                                      f"on the {request.case.name} probe",
+                                    keep=lambda value: value.get("status") != FAILED)
+        verdicts.append(ParityVerdict.from_dict(data))
+    return verdicts
+
+
+def ask(request: ParityRequest, probe: ParityProbe, interpreter: Interpreter) -> ParityVerdict:
+    """Run the adapter's ``parity_update`` on ``probe`` in a fresh interpreter and judge the answer."""
+    reference, case = request.reference, request.case
+    name = f"{request.adapter_class.__module__}:{request.adapter_class.__qualname__}"
+    with tempfile.TemporaryDirectory(prefix="rlcompare-parity-") as scratch:
+        probe_path, outcome_path = Path(scratch) / "probe.npz", Path(scratch) / "outcome.npz"
+        probe.save(probe_path)
+        started = time.perf_counter()
+        try:
+            done = subprocess.run([interpreter.python, "-m", WORKER_MODULE, name, str(probe_path), str(outcome_path)],
+                                  capture_output=True, text=True, timeout=PROBE_TIMEOUT_SECONDS, check=False)
+        except subprocess.TimeoutExpired:
+            return _failed(request, probe, interpreter, f"the probe took over {PROBE_TIMEOUT_SECONDS:g} s")
+        seconds = time.perf_counter() - started
+        error_path = Path(str(outcome_path) + ".error.json")
+        if error_path.exists():
+            error = json.loads(error_path.read_text(encoding="utf-8"))
+            return _failed(request, probe, interpreter, f"parity_update raised {error.get('error')}")
+        if done.returncode != 0 or not outcome_path.exists():
+            tail = (done.stderr.strip().splitlines() or ["no output"])[-1][:300]
+            return _failed(request, probe, interpreter, f"the probe's process exited with {done.returncode}: {tail}")
+        try:
+            outcome = ParityOutcome.load(outcome_path)
+        except ParityError as error:
+            return _failed(request, probe, interpreter, str(error))
+    verdict = judge(reference, case, probe, outcome, request.adapter_id, interpreter.versions)
+    return ParityVerdict.from_dict({**verdict.to_dict(), "notes": [*verdict.notes, f"probe answered in {seconds:.1f} s"]})
+
+
+def _failed(request: ParityRequest, probe: ParityProbe, interpreter: Interpreter, reason: str) -> ParityVerdict:
+    return ParityVerdict(request.adapter_id, request.reference.family, request.case.name, FAILED, reason=reason,
+                         versions=interpreter.versions, probe_digest=probe.digest())
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _code_digest(cls: type) -> str:
+    """Digest of the source of the module that defines ``cls`` (a change to it asks again)."""
+    module = sys.modules.get(cls.__module__)
+    try:
+        source = inspect.getsource(module) if module is not None else cls.__qualname__
+    except (OSError, TypeError):
+        source = cls.__qualname__
+    return hashlib.sha256(source.encode()).hexdigest()[:12]
