@@ -298,6 +298,7 @@ def build_record(planned: PlannedRun, ending: Ending, curve: Sequence[CurvePoint
         validity_json=None if verdict is None else verdict.to_dict(),
         environment_key=None if planned.environment is None else planned.environment.key,
         environment_json=None if planned.environment is None else planned.environment.to_dict(),
+        schedule_json=result.schedule,
         traceback=result.traceback or (ending.output_tail if status not in ("ok", "invalid") else None),
     )
 

@@ -19,6 +19,7 @@ from rlcompare.harness import run_directory as rundir
 from rlcompare.harness.counted_envs import DEFAULT_SLOTS, EnvFactory, StepCounter
 from rlcompare.harness.evaluation import EvaluationResult, Evaluator, Policy
 from rlcompare.harness.protocol import CurvePoint
+from rlcompare.harness.schedule import ScheduleTrace
 from rlcompare.harness.workload_view import WorkloadLike
 
 
@@ -51,6 +52,7 @@ class TrainingContext:
         self._training_started: float | None = None
         self._training_stopped: float | None = None
         self.torch_threads: int | None = None
+        self.schedule = ScheduleTrace()
 
     # -- for adapters ------------------------------------------------------------------------------
 
@@ -97,6 +99,12 @@ class TrainingContext:
         interval = self.workload.evaluation.interval_steps
         self._next_evaluation = (steps // interval + 1) * interval
         return True
+
+    def trace(self, event: str, value: float | None = None) -> None:
+        """Record a training event at the harness's current env-step count: ``gradient_step``,
+        ``target_sync``, ``exploration`` (``value``: epsilon), ``update`` (:mod:`rlcompare.harness.schedule`).
+        Call it from the framework's callbacks, or by wrapping its optimizer and target update."""
+        self.schedule.record(event, self.counter.steps(), value)
 
     # -- for the harness ---------------------------------------------------------------------------
 
@@ -170,4 +178,5 @@ class TrainingContext:
             "training_seconds": self.training_seconds,
             "evaluation_seconds": self.evaluation_seconds,
             "torch_threads": self.torch_threads,
+            "schedule": self.schedule.summary() or None,
         }

@@ -197,6 +197,8 @@ class RunResult:
     evaluation_seconds: float | None = None
     torch_threads: int | None = None
     worker_seconds: float | None = None
+    #: What the framework's schedule did, traced by the adapter (:mod:`rlcompare.harness.schedule`).
+    schedule: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = {item.name: getattr(self, item.name) for item in fields(self)}
@@ -235,6 +237,7 @@ class RunResult:
             evaluation_seconds=_optional_number(values, "evaluation_seconds", where),
             torch_threads=_optional_integer(values, "torch_threads", where),
             worker_seconds=_optional_number(values, "worker_seconds", where),
+            schedule=None if values.get("schedule") is None else _table(values["schedule"], f"{where} field 'schedule'"),
         )
 
 

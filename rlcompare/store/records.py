@@ -78,6 +78,11 @@ class RunRecord:
     #: and its python, lock digest and adapter (:mod:`rlcompare.pyenvs`).
     environment_key: str | None = None
     environment_json: dict[str, Any] | None = None
+    #: The schedule the framework followed, traced from inside it (:mod:`rlcompare.harness.schedule`).
+    schedule_json: dict[str, Any] | None = None
+    #: The parity verdicts of the run's adapter on its algorithm family, for the framework version it
+    #: ran (``rlcompare parity``), each as :meth:`rlcompare.parity.verdict.ParityVerdict.to_dict`.
+    parity_json: list[dict[str, Any]] | None = None
     traceback: str | None = None
 
     def __post_init__(self) -> None:

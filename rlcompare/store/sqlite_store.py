@@ -26,7 +26,7 @@ from rlcompare.store.records import RunRecord
 if TYPE_CHECKING:
     import pandas as pd
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: Run statuses (see :mod:`rlcompare.store.records`).
 STATUSES = records.STATUSES
@@ -104,7 +104,15 @@ def _migrate_3_to_4(connection: sqlite3.Connection) -> None:
             connection.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
 
 
-_MIGRATIONS = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4}
+def _migrate_4_to_5(connection: sqlite3.Connection) -> None:
+    """Version 5 records the schedule a run followed and its adapter's parity verdicts."""
+    present = {row[1] for row in connection.execute("PRAGMA table_info(runs)")}
+    for column in ("schedule_json", "parity_json"):
+        if column not in present:
+            connection.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
+
+
+_MIGRATIONS = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4, 4: _migrate_4_to_5}
 
 
 #: ``PRAGMA application_id`` of an rlcompare store ("RLCP"): a file without it (and without the
