@@ -93,6 +93,9 @@ SETTINGS: dict[str, list[Setting]] = {
 }
 
 ACTIVATIONS = {"tanh": "Tanh", "relu": "ReLU"}
+#: Where each family's parity probe is answered (``module:function``).
+PARITY_UPDATES = {"PPO": "rlcompare_sb3.parity:ppo_update", "A2C": "rlcompare_sb3.parity_a2c:a2c_update",
+                  "DQN": "rlcompare_sb3.parity_dqn:dqn_update", "SAC": "rlcompare_sb3.parity_sac:sac_update"}
 
 
 class StableBaselines3Adapter(Adapter):
@@ -201,12 +204,17 @@ class StableBaselines3Adapter(Adapter):
     # -- parity ------------------------------------------------------------------------------------
 
     def parity_update(self, probe: ParityProbe) -> ParityOutcome:
-        """SB3's own rollout buffer (GAE) and ``train()`` for one minibatch, on the probe's weights."""
-        if probe.family != "PPO":
-            return ParityOutcome.unverifiable(f"no {probe.family} probe is implemented for SB3 yet")
-        from rlcompare_sb3.parity import ppo_update
+        """SB3's own buffers and ``train()`` on the probe (one module per family, :mod:`rlcompare_sb3.parity`)."""
+        import importlib
 
-        return ppo_update(self, probe)
+        module, _, function = PARITY_UPDATES.get(probe.family, ":").partition(":")
+        try:
+            update = getattr(importlib.import_module(module), function) if module else None
+        except ModuleNotFoundError:
+            update = None
+        if update is None:
+            return ParityOutcome.unverifiable(f"no {probe.family} probe is implemented for SB3")
+        return update(self, probe)
 
 
 @hookimpl
