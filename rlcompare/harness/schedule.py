@@ -34,6 +34,8 @@ class _Series:
     interval_min: int | None = None
     interval_max: int | None = None
     gradient_interval_sum: int = 0
+    #: Intervals counted in gradient steps: only those that start once gradient steps have begun.
+    gradient_intervals: int = 0
     last_gradient_steps: int | None = None
     samples: list[tuple[int, float]] = field(default_factory=list)
     stride: int = 1
@@ -55,8 +57,9 @@ class ScheduleTrace:
             series.interval_sum += interval
             series.interval_min = interval if series.interval_min is None else min(series.interval_min, interval)
             series.interval_max = interval if series.interval_max is None else max(series.interval_max, interval)
-            if series.last_gradient_steps is not None:
+            if series.last_gradient_steps:  # before learning starts an interval holds no gradient steps
                 series.gradient_interval_sum += gradient_steps - series.last_gradient_steps
+                series.gradient_intervals += 1
         series.count += 1
         series.first_env_step = env_steps if series.first_env_step is None else series.first_env_step
         series.last_env_step = env_steps
@@ -77,7 +80,8 @@ class ScheduleTrace:
                 "last_env_step": series.last_env_step,
                 "mean_interval_env_steps": series.interval_sum / intervals if intervals else None,
                 "min_interval_env_steps": series.interval_min, "max_interval_env_steps": series.interval_max,
-                "mean_interval_gradient_steps": series.gradient_interval_sum / intervals if intervals else None,
+                "mean_interval_gradient_steps": (series.gradient_interval_sum / series.gradient_intervals
+                                                 if series.gradient_intervals else None),
                 "samples": [list(sample) for sample in series.samples],
             }
         return out

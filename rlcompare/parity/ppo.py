@@ -48,7 +48,7 @@ HIDDEN = [16, 16]
 
 PPO_HYPERPARAMETERS = {
     "learning_rate": 3e-4, "gamma": 0.99, "gae_lambda": 0.95, "clip_range": 0.2, "rollout_steps": STEPS,
-    "minibatch_size": STEPS * ENVS, "epochs": 1, "entropy_coef": 0.01, "value_coef": 0.5, "max_grad_norm": 0.5,
+    "minibatch_size": STEPS * ENVS, "epochs": 1, "entropy_coef": 0.05, "value_coef": 0.5, "max_grad_norm": 0.5,
     "normalize_advantage": True,
 }
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
+from rlcompare.parity.dqn import DQNReference
 from rlcompare.parity.ppo import PPOReference
 from rlcompare.parity.reference import ReferenceUpdate
 
-REFERENCES: dict[str, type[ReferenceUpdate]] = {"PPO": PPOReference}
+REFERENCES: dict[str, type[ReferenceUpdate]] = {"PPO": PPOReference, "DQN": DQNReference}

@@ -185,11 +185,18 @@ class StableBaselines3Adapter(Adapter):
         def policy(observations: Any) -> Any:
             return model.predict(observations, deterministic=deterministic)[0]
 
+        exploring = workload.algorithm == "DQN"
+
         class HarnessCallback(BaseCallback):
             def _on_step(self) -> bool:
+                if exploring and model.exploration_rate != traced.get("epsilon"):
+                    traced["epsilon"] = model.exploration_rate
+                    context.trace("exploration", model.exploration_rate)
                 context.checkpoint(policy, self.num_timesteps)
                 return True
 
+        traced: dict[str, float] = {}
+        trace_schedule(model, workload.algorithm, context)
         context.start_training()
         try:
             model.learn(total_timesteps=workload.env_steps, callback=HarnessCallback())
@@ -215,6 +222,37 @@ class StableBaselines3Adapter(Adapter):
         if update is None:
             return ParityOutcome.unverifiable(f"no {probe.family} probe is implemented for SB3")
         return update(self, probe)
+
+
+def trace_schedule(model: Any, algorithm: str, context: TrainingContext) -> None:
+    """Trace the schedule from inside SB3: each step of the main optimizer (the policy's; SAC: the
+    critic's) is a gradient step, each ``train()`` call an update, each ``polyak_update`` of the
+    target network (DQN, SAC) a target sync."""
+    import importlib
+
+    optimizer = model.critic.optimizer if algorithm == "SAC" else model.policy.optimizer
+    step, train = optimizer.step, model.train
+
+    def traced_step(*args: Any, **kwargs: Any) -> Any:
+        context.trace("gradient_step")
+        return step(*args, **kwargs)
+
+    def traced_train(*args: Any, **kwargs: Any) -> Any:
+        context.trace("update")
+        return train(*args, **kwargs)
+
+    optimizer.step, model.train = traced_step, traced_train
+    if algorithm in ("DQN", "SAC"):
+        module = importlib.import_module(f"stable_baselines3.{algorithm.lower()}.{algorithm.lower()}")
+        polyak = module.polyak_update
+
+        def traced_polyak(params: Any, target_params: Any, tau: float) -> Any:
+            params = list(params)
+            if params:  # SB3 calls it a second time for batch-norm statistics, which an MLP has none of
+                context.trace("target_sync")
+            return polyak(params, target_params, tau)
+
+        module.polyak_update = traced_polyak  # this process runs this one model
 
 
 @hookimpl

@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 from rlcompare.adapter import ParityOutcome, ParityProbe, make_env
 from rlcompare.harness.parity import RAN
-from rlcompare.harness.parity_torch import OneStep, linear_layers, load_linear_stack, load_tensor, stack_names, values_of
+from rlcompare.harness.parity_torch import (
+    OneStep,
+    linear_layers,
+    load_linear_stack,
+    load_tensor,
+    stack_names,
+    values_of,
+)
 
 if TYPE_CHECKING:
     from rlcompare_sb3 import StableBaselines3Adapter

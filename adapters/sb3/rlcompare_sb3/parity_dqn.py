@@ -1,0 +1,73 @@
+"""SB3's own DQN update on the parity probe: the batch added to SB3's ``ReplayBuffer`` (truncations
+as ``TimeLimit.truncated`` infos, as SB3's collection stores them) and drawn back in order through
+the buffer's own ``_get_samples``; SB3's ``train()`` computes the targets, the loss and the step."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rlcompare.adapter import ParityOutcome, ParityProbe
+from rlcompare.harness.parity import RAN
+from rlcompare.harness.parity_torch import OneStep, linear_layers, load_linear_stack, stack_names, values_of
+from rlcompare_sb3.parity import _model
+
+if TYPE_CHECKING:
+    from rlcompare_sb3 import StableBaselines3Adapter
+
+
+def dqn_update(adapter: StableBaselines3Adapter, probe: ParityProbe) -> ParityOutcome:
+    import numpy as np
+    import stable_baselines3.dqn.dqn as sb3_dqn
+
+    model, env = _model(adapter, probe)
+    try:
+        policy = model.policy
+        layers = len(probe.network["hidden_sizes"]) + 1
+        online = load_linear_stack(linear_layers(policy.q_net), stack_names("q", layers), probe.weights)
+        target = load_linear_stack(linear_layers(policy.q_net_target), stack_names("q_target", layers), probe.weights)
+        batch = probe.batch
+        size = len(batch["rewards"])
+        buffer = model.replay_buffer
+        for i in range(size):
+            done = bool(batch["terminated"][i] or batch["truncated"][i])
+            info = {"TimeLimit.truncated": bool(batch["truncated"][i] and not batch["terminated"][i])}
+            buffer.add(batch["obs"][i][None].astype(np.float32), batch["next_obs"][i][None].astype(np.float32),
+                       np.array([[int(batch["actions"][i])]]), np.array([batch["rewards"][i]], dtype=np.float32),
+                       np.array([done]), [info])
+        # the minibatch is the batch itself, in order, through SB3's own sample assembly
+        buffer.sample = lambda batch_size, env=None: buffer._get_samples(np.arange(size), env=env)
+        captured: dict[str, Any] = {}
+        original = sb3_dqn.F.smooth_l1_loss
+
+        def smooth_l1_loss(current: Any, target_values: Any, *args: Any, **kwargs: Any) -> Any:
+            captured["q_target"] = target_values.detach().reshape(-1).double().numpy().copy()
+            loss = original(current, target_values, *args, **kwargs)
+            captured["q"] = float(loss.detach())
+            return loss
+
+        sb3_dqn.F.smooth_l1_loss = smooth_l1_loss
+        model._current_progress_remaining = 1.0
+        try:
+            with OneStep(policy.optimizer) as step:
+                model.train(gradient_steps=1, batch_size=size)
+        finally:
+            sb3_dqn.F.smooth_l1_loss = original
+        if step.steps != 1 or "q_target" not in captured:
+            return ParityOutcome.unverifiable("SB3's DQN train() did not make one Huber-loss step on the probe")
+        defaults = {
+            "optimizer": type(policy.optimizer).__name__, "adam_eps": policy.optimizer.defaults.get("eps"),
+            "td_loss": "huber (smooth_l1_loss)", "double_q": False,
+            "target_update": (f"polyak tau={model.tau}" if model.tau < 1 else "hard copy")
+            + f" every {model.target_update_interval} env steps",
+            "truncation_bootstrap": bool(buffer.handle_timeout_termination),
+            "exploration": f"linear {model.exploration_initial_eps} -> {model.exploration_final_eps} over "
+                           f"{model.exploration_fraction} of the budget",
+            "max_grad_norm": model.max_grad_norm,
+        }
+        return ParityOutcome(RAN, targets={"q_target": captured["q_target"]},
+                             gradients=step.gradients_of(online), updated={**values_of(online), **values_of(target)},
+                             losses={"q": captured["q"]}, defaults=defaults,
+                             notes=("the minibatch is the probe's batch in order, drawn through SB3's "
+                                    "ReplayBuffer._get_samples instead of its random sampler",))
+    finally:
+        env.close()
