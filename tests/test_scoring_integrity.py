@@ -186,10 +186,11 @@ def test_an_adapter_without_any_valid_result_does_not_take_a_criterion_out_of_th
     (tmp_path / "2").mkdir()
     exact = [{"setting": "hyperparameters.learning_rate", "status": "exact"}]
     approximate = [{"setting": "hyperparameters.learning_rate", "status": "approximate"}]
-    runs = [(dataclasses.replace(run_record(A, "x", s, final_return=90.0, throughput=1000.0), fidelity_json=exact), [])
-            for s in range(2)]
+    verified = [{"adapter": "x", "family": "PPO", "case": "discrete", "status": "verified"}]  # what was declared holds
+    runs = [(dataclasses.replace(run_record(A, "x", s, final_return=90.0, throughput=1000.0), fidelity_json=exact,
+                                 parity_json=verified), []) for s in range(2)]
     runs += [(dataclasses.replace(run_record(A, "y", s, final_return=90.0, throughput=1000.0),
-                                  fidelity_json=approximate), []) for s in range(2)]
+                                  fidelity_json=approximate, parity_json=verified), []) for s in range(2)]
     refused = [(run_record(A, "refused", 0, status="unsupported", error="algorithm PPO is not offered"), [])]
     failing = [(run_record(A, "failing", s, status="failed", error="RuntimeError: boom"), []) for s in range(2)]
     matrix = _score(tmp_path / "1", runs + refused + failing)

@@ -117,10 +117,11 @@ CRITERIA: tuple[Criterion, ...] = (
         id="setting_fidelity", title="Workload fidelity", category=DEVELOPMENT, unit="share", direction=HIGHER,
         normalization="share", per_workload=False, compute=setting_fidelity,
         method="How much of the workload reaches the framework as asked: every setting of a run's "
-               "fidelity report (canonical hyperparameters, network, parallelism, evaluation) scores 1 "
-               "when mapped exactly, 0.5 approximately and 0 when unsupported; one sample per workload "
-               "started (its latest run), averaged. A pair with most canonical settings unsupported is "
-               "refused before running.",
+               "fidelity report (canonical hyperparameters, network, parallelism, evaluation), as the "
+               "parity probe corrected it, scores 1 when mapped exactly, 0.5 approximately and 0 when "
+               "unsupported; a setting counts as exact only where the probe verified the family's update "
+               "(declared but unverified is approximate). One sample per workload started (its latest "
+               "run), averaged. A pair with most canonical settings unsupported is refused before running.",
     ),
     Criterion(
         id="release_age", title="Latest release age", category=DEVELOPMENT, unit="days", direction=LOWER,

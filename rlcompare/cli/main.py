@@ -33,7 +33,9 @@ from rlcompare.execution.backend import BackendOptions, Limits, cpus_needed
 from rlcompare.execution.driver import Driver
 from rlcompare.execution.local import usable_cpus
 from rlcompare.harness.host import distribution_versions, host_info
+from rlcompare.parity.runner import default_cache
 from rlcompare.plan.matrix import Plan, build_plan, resolve_workloads
+from rlcompare.plan.parity import with_parity
 from rlcompare.plan.placement import place_runs
 from rlcompare.plugins.manager import Plugins, build_plugin_manager
 from rlcompare.pyenvs.manager import isolation_reason
@@ -77,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
             command.add_argument("--max-memory", type=memory_size, metavar="SIZE",
                                  help="per run, e.g. 4G: a run whose process tree grows past it is stopped "
                                       "and stored as failed")
+            command.add_argument("--no-parity", action="store_true",
+                                 help="do not probe each adapter's update before the runs (their records then say "
+                                      "'not probed'; see `rlcompare parity`)")
             command.add_argument("--isolate", action="store_true",
                                  help="run every adapter in its own environment (default: only those that do "
                                       "not fit the main one; see `rlcompare env`)")
@@ -295,6 +300,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         store.check_writable()
         # adapters that do not fit the main environment get their own, built before any run starts
         plan = place_runs(plugins.adapters, plan, isolate=args.isolate, log=note)
+        if not args.no_parity:  # each framework's own update against the reference, cached per version
+            plan = with_parity(plan, plugins.adapters, plugins.algorithms, default_cache(log=note), log=note)
         progress = ConsoleProgress(total=len(plan.runs))
         progress.warn_oversubscribed(plan, backend)
         driver = Driver(store, backend, on_start=progress.started, on_finish=progress.finished,

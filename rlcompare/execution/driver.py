@@ -81,6 +81,7 @@ def run_spec(planned: PlannedRun, directory: RunDirectory, launched_at: float) -
         workload_derived=planned.workload.derived(), run_dir=str(directory.path), launched_at=launched_at,
         fidelity=tuple(planned.fidelity), distributions=tuple(planned.distributions),
         tolerance=planned.budget_tolerance, origin=planned.origin, environment=planned.environment,
+        parity=planned.parity,
     )
 
 
@@ -234,7 +235,7 @@ def planned_from_spec(spec: RunSpec, families: Families | None = None) -> Planne
     its workload may name any of ``families`` (default: the built-in ones)."""
     workload = workload_from_dict(spec.workload, f"run {spec.run_id}", families)
     return PlannedRun(workload, spec.adapter, spec.framework, spec.seed, spec.tolerance, spec.origin,
-                      spec.adapter_class, spec.fidelity, spec.distributions, spec.environment)
+                      spec.adapter_class, spec.fidelity, spec.distributions, spec.environment, spec.parity)
 
 
 #: What a run that ended before its worker wrote a result is stored with.
@@ -299,6 +300,7 @@ def build_record(planned: PlannedRun, ending: Ending, curve: Sequence[CurvePoint
         environment_key=None if planned.environment is None else planned.environment.key,
         environment_json=None if planned.environment is None else planned.environment.to_dict(),
         schedule_json=result.schedule,
+        parity_json=None if planned.parity is None else list(planned.parity),
         traceback=result.traceback or (ending.output_tail if status not in ("ok", "invalid") else None),
     )
 

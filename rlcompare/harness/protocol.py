@@ -90,6 +90,8 @@ class RunSpec:
     tolerance: BudgetTolerance | None = None
     origin: Origin = UNKNOWN_ORIGIN
     environment: WorkerEnvironment | None = None
+    #: The adapter's parity verdicts on the workload's family (kept for a later driver to store).
+    parity: tuple[dict[str, Any], ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -99,6 +101,7 @@ class RunSpec:
             "fidelity": list(self.fidelity), "distributions": list(self.distributions),
             "tolerance": None if self.tolerance is None else self.tolerance.to_dict(), "origin": self.origin.to_dict(),
             "environment": None if self.environment is None else self.environment.to_dict(),
+            "parity": None if self.parity is None else list(self.parity),
         }
 
     @classmethod
@@ -132,6 +135,7 @@ class RunSpec:
             tolerance=tolerance,
             origin=Origin.from_dict(values["origin"]) if values.get("origin") else UNKNOWN_ORIGIN,
             environment=WorkerEnvironment.from_dict(values["environment"]) if values.get("environment") else None,
+            parity=_parity(values.get("parity"), where),
         )
 
 
@@ -239,6 +243,14 @@ class RunResult:
             worker_seconds=_optional_number(values, "worker_seconds", where),
             schedule=None if values.get("schedule") is None else _table(values["schedule"], f"{where} field 'schedule'"),
         )
+
+
+def _parity(value: Any, where: str) -> tuple[dict[str, Any], ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise ProtocolError(f"{where}: field 'parity' must be a list of tables")
+    return tuple(value)
 
 
 # -- reading plain JSON values, with one clear error per field ----------------------------------------

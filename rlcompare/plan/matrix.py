@@ -35,6 +35,9 @@ class PlannedRun:
     distributions: tuple[str, ...] = ()
     #: The adapter's own Python environment; None: the main one (see :mod:`rlcompare.pyenvs`).
     environment: WorkerEnvironment | None = None
+    #: The parity verdicts of the adapter on the workload's family (:mod:`rlcompare.plan.parity`);
+    #: None: not probed.
+    parity: tuple[dict[str, Any], ...] | None = None
 
     @property
     def budget_tolerance(self) -> BudgetTolerance:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from rlcompare.harness.contract import Adapter
 from rlcompare.harness.measurement_cache import MeasurementCache
 from rlcompare.harness.protocol import UNKNOWN_ORIGIN, Origin
+from rlcompare.parity.corrections import STANDING_TIER, standing
 from rlcompare.registry.entries import FrameworkEntry
 
 if TYPE_CHECKING:
@@ -279,6 +280,23 @@ class ScoringData:
         ok = self.ok_runs[["run_id", "workload_id"]]
         joined = start[["run_id", "return_mean"]].merge(ok, on="run_id")
         return joined.groupby("workload_id")["return_mean"].mean().to_dict()
+
+    @cached_property
+    def parity_standing(self) -> dict[str, str] | None:
+        """Per adapter, the lowest standing of its parity verdicts over the families it ran
+        (:mod:`rlcompare.parity.corrections`); None when no run records any (stores and bundles
+        from before parity probes: nobody is then ranked by it)."""
+        runs = self.attempted_runs
+        if "parity_json" not in runs or runs["parity_json"].isna().all():
+            return None
+        found: dict[str, str] = {}
+        latest = runs.drop_duplicates(["adapter", "workload_id"], keep="last")
+        for adapter, text in zip(latest["adapter"], latest["parity_json"], strict=True):
+            verdicts = json.loads(text) if isinstance(text, str) else text
+            state = standing(verdicts if isinstance(verdicts, list) else None)
+            if adapter not in found or STANDING_TIER[state] < STANDING_TIER[found[adapter]]:
+                found[adapter] = state
+        return {adapter: found.get(adapter, "unverified") for adapter in self.adapters}
 
     @cached_property
     def success_thresholds(self) -> dict[str, float]:

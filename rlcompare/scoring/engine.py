@@ -28,6 +28,10 @@ A censored seed (``+inf``: the event never happened within the budget) scores 0.
 4. Ranks order adapters first by the number of workloads they have a valid result on, then by
    overall score: an adapter that failed where another succeeded, and succeeded nowhere the other
    failed, always ranks below it, whatever the weights.
+5. Before all of that, ranks order adapters by their parity standing (docs/parity.md): one whose
+   update differs from the reference with no known variant to explain it ranks below one whose
+   update was never verified, which ranks below one verified (or differing in a named way). A store
+   whose runs record no parity verdicts ranks as before.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from rlcompare.parity.corrections import STANDING_TIER
 from rlcompare.scoring.bootstrap import (
     DEFAULT_REPS,
     Aggregates,
@@ -161,6 +166,8 @@ class ScoreMatrix:
     left_out: list[dict[str, str]] = field(default_factory=list)
     #: (criterion, adapter, workload) scored the worst because the adapter has no valid run there.
     imputed: list[dict[str, Any]] = field(default_factory=list)
+    #: Per adapter, its parity standing (None: no run records a verdict).
+    parity: dict[str, str] | None = None
 
     def cell(self, criterion: str, adapter: str, workload_id: str = ALL_WORKLOADS) -> CriterionValue | None:
         return self.cells.get((criterion, adapter, workload_id))
@@ -185,6 +192,8 @@ class ScoreMatrix:
             "left_out": self.left_out,
             "imputed": self.imputed,
             "errors": self.errors,
+            # only where runs record verdicts: a matrix of older runs reads back the same
+            **({"parity": self.parity} if self.parity is not None else {}),
         }
 
 
@@ -286,7 +295,7 @@ def score(
         for s, (key, columns) in enumerate(aggregate_sets)
     }
     overall = _overall(data, weights, overall_sets, overall_interval, support)
-    _rank(overall, aggregates, weights, options)
+    _rank(overall, aggregates, weights, options, data.parity_standing)
     return ScoreMatrix(
         profile=profile, options=options, criteria=criteria, weights=weights, adapters=data.adapters,
         frameworks=data.adapter_frameworks, workloads=sorted(data.runs["workload_id"].unique().tolist()),
@@ -294,6 +303,7 @@ def score(
         improvement=_improvement(pairwise, improvement_interval),
         performance_profiles=_profiles(profile_sets, intervals[4:]), errors=errors,
         excluded_runs=_excluded_runs(data), left_out=support.left_out, imputed=support.imputed,
+        parity=data.parity_standing,
     )
 
 
@@ -647,25 +657,29 @@ def _overall(
     return overall
 
 
-def _tiered_ranks(valid: np.ndarray, scores: np.ndarray) -> np.ndarray:
-    """Competition ranks ("1224") by (valid workloads desc, score desc), per column of ``scores``."""
-    better = (valid[None, :, None] > valid[:, None, None]) | (
-        (valid[None, :, None] == valid[:, None, None]) & (scores[None, :, ...] > scores[:, None, ...]))
+def _tiered_ranks(tiers: np.ndarray, valid: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """Competition ranks ("1224") by (parity tier desc, valid workloads desc, score desc), per column
+    of ``scores``."""
+    tier_above = tiers[None, :, None] > tiers[:, None, None]
+    same_tier = tiers[None, :, None] == tiers[:, None, None]
+    better = tier_above | same_tier & ((valid[None, :, None] > valid[:, None, None]) | (
+        (valid[None, :, None] == valid[:, None, None]) & (scores[None, :, ...] > scores[:, None, ...])))
     return 1 + better.sum(axis=1)
 
 
 def _rank(
     overall: Mapping[str, OverallScore], aggregates: Mapping[tuple[str, str], dict[str, Estimate]],
-    weights: Mapping[str, float], options: ScoringOptions,
+    weights: Mapping[str, float], options: ScoringOptions, parity: Mapping[str, str] | None = None,
 ) -> None:
-    """Ranks by valid workloads, then overall score; and the share of Dirichlet perturbations of the
-    weights (around the profile, concentration ``options.concentration``) under which each adapter
-    keeps its rank."""
+    """Ranks by parity tier, valid workloads, then overall score; and the share of Dirichlet
+    perturbations of the weights (around the profile, concentration ``options.concentration``)
+    under which each adapter keeps its rank."""
     scored = [adapter for adapter, o in overall.items() if o.score is not None]
     if not scored:
         return
+    tiers = np.array([STANDING_TIER[parity.get(a, "unverified")] if parity else 0 for a in scored], dtype=float)
     valid = np.array([overall[a].valid_workloads for a in scored], dtype=float)
-    nominal = _tiered_ranks(valid, np.array([overall[a].score.point for a in scored])[:, None])[:, 0]
+    nominal = _tiered_ranks(tiers, valid, np.array([overall[a].score.point for a in scored])[:, None])[:, 0]
     criteria = [cid for cid, w in weights.items() if w > 0]
     means = np.array([[aggregates[(cid, a)]["mean"].point if (cid, a) in aggregates else np.nan
                        for cid in criteria] for a in scored])
@@ -675,7 +689,7 @@ def _rank(
     available = ~np.isnan(means)
     with np.errstate(invalid="ignore", divide="ignore"):
         perturbed = (np.nan_to_num(means) @ draws.T) / (available @ draws.T)
-    ranks = _tiered_ranks(valid, perturbed)
+    ranks = _tiered_ranks(tiers, valid, perturbed)
     for i, adapter in enumerate(scored):
         overall[adapter].rank = int(nominal[i])
         overall[adapter].rank_stability = float(np.mean(ranks[i] == nominal[i]))

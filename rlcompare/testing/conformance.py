@@ -30,6 +30,8 @@ from rlcompare.execution.process_tree import TreeMonitor
 from rlcompare.harness.contract import Adapter, check_adapter_class
 from rlcompare.harness.fidelity import Fidelity
 from rlcompare.harness.run_directory import RunDirectory
+from rlcompare.parity.runner import default_cache, parity_requests, run_requests
+from rlcompare.parity.verdict import DIFFERS, FAILED
 from rlcompare.plan.matrix import PlannedRun, build_plan, check_faithful
 from rlcompare.plan.placement import place_runs
 from rlcompare.plugins.manager import Plugins, build_plugin_manager
@@ -626,6 +628,39 @@ def check_no_lingering_processes(subject: Subject) -> None:
         )
 
 
+def check_parity(subject: Subject) -> None:
+    """Each parity probe of each gradient family the adapter offers: never ``differs`` unexplained,
+    never ``differs`` in a way the fidelity report does not declare (the variant's setting must be
+    there, not exact), never a failing probe. ``unverifiable`` passes, with its reason (the run's
+    fidelity then counts as unverified)."""
+    plugins = subject.kit.plugins
+    requests, unverifiable = parity_requests(plugins.adapters, plugins.algorithms, [subject.adapter_id])
+    verdicts = [*unverifiable, *run_requests(requests, default_cache())]
+    problems = []
+    for verdict in verdicts:
+        where = f"{verdict.family} ({verdict.case})"
+        if verdict.status == FAILED:
+            problems.append(f"{where}: the probe failed: {verdict.reason}")
+        elif verdict.status == DIFFERS and not verdict.variant:
+            problems.append(f"{where}: the update differs from the reference and no known variant explains it "
+                            f"({verdict.summary()})")
+        elif verdict.status == DIFFERS:
+            family = plugins.algorithms[verdict.family]
+            reference = family.parity
+            case = next(c for c in reference.cases() if c.name == verdict.case)
+            declared = {entry.setting: entry.status for entry in subject.adapter.fidelity(
+                reference.case_workload(case, plugins.algorithms))}
+            for name in verdict.variant:
+                variant = reference.variants[name]
+                if declared.get(variant.setting) in (None, Fidelity.EXACT):
+                    problems.append(f"{where}: the framework's update differs: {variant.description}; fidelity() "
+                                    f"{'declares ' + variant.setting + ' exact' if variant.setting in declared else 'does not say so'}"
+                                    f" (declare {variant.setting} approximate, value {variant.framework!r})")
+    if problems:
+        raise ConformanceFailure("; ".join(problems)[:900] + " (rlcompare parity --adapters "
+                                 f"{subject.adapter_id} shows the verdicts; docs/parity.md)")
+
+
 RULES: tuple[Rule, ...] = (
     Rule("registration", "check_adapter_class passes; the framework names a registry entry", check_registration),
     Rule("light_import", "importing the plugin module loads no framework and no torch", check_light_import),
@@ -636,6 +671,7 @@ RULES: tuple[Rule, ...] = (
     Rule("checkpoints", "evaluation points at the evaluation interval", check_checkpoints),
     Rule("policy_batches", "well-shaped actions for shrinking batches", check_policy_batches),
     Rule("no_lingering_processes", "no process outlives the run", check_no_lingering_processes),
+    Rule("parity", "the framework's own update is the reference's, or differs as declared", check_parity),
 )
 RULES_BY_ID = {rule.id: rule for rule in RULES}
 
