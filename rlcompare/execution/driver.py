@@ -24,6 +24,7 @@ from rlcompare.harness.calibration import CALIBRATED_ENV_ID, ideal_throughput
 from rlcompare.harness.protocol import CurvePoint, Origin, RunResult, RunSpec
 from rlcompare.harness.run_directory import RunDirectory, orphaned, remove_root_if_empty
 from rlcompare.harness.validity import judge_run
+from rlcompare.parity.schedules import schedule_differences
 from rlcompare.plan.matrix import Plan, PlannedRun, RefusedPair, run_id_for
 from rlcompare.spec.builtin_families import builtin_families
 from rlcompare.spec.families import Families
@@ -294,7 +295,7 @@ def build_record(planned: PlannedRun, ending: Ending, curve: Sequence[CurvePoint
         host_fingerprint=result.host.get("fingerprint"),
         versions_json=result.versions if ending.result is not None else None,
         host_json=result.host if ending.result is not None else None,
-        fidelity_json=None if result.fidelity is None else list(result.fidelity),
+        fidelity_json=None if result.fidelity is None else [*result.fidelity, *schedule_entries(workload, result)],
         native_config_json=result.native_config,
         validity_json=None if verdict is None else verdict.to_dict(),
         environment_key=None if planned.environment is None else planned.environment.key,
@@ -303,6 +304,14 @@ def build_record(planned: PlannedRun, ending: Ending, curve: Sequence[CurvePoint
         parity_json=None if planned.parity is None else list(planned.parity),
         traceback=result.traceback or (ending.output_tail if status not in ("ok", "invalid") else None),
     )
+
+
+def schedule_entries(workload: Workload, result: RunResult) -> list[dict[str, Any]]:
+    """Fidelity entries for how the schedule the framework followed (traced from inside it)
+    departs from the one the canonical settings define: the run's fidelity report says what ran."""
+    return [{"setting": f"schedule.{difference.aspect}", "value": difference.canonical, "status": "approximate",
+             "native_name": None, "native_value": difference.measured, "note": f"traced: {difference.text}"}
+            for difference in schedule_differences(workload.to_dict(), result.schedule)]
 
 
 def workload_ideal_throughput(workload: Workload) -> float | None:

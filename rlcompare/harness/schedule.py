@@ -36,6 +36,7 @@ class _Series:
     gradient_interval_sum: int = 0
     #: Intervals counted in gradient steps: only those that start once gradient steps have begun.
     gradient_intervals: int = 0
+    gradient_interval_max: int | None = None
     last_gradient_steps: int | None = None
     samples: list[tuple[int, float]] = field(default_factory=list)
     stride: int = 1
@@ -58,8 +59,11 @@ class ScheduleTrace:
             series.interval_min = interval if series.interval_min is None else min(series.interval_min, interval)
             series.interval_max = interval if series.interval_max is None else max(series.interval_max, interval)
             if series.last_gradient_steps:  # before learning starts an interval holds no gradient steps
-                series.gradient_interval_sum += gradient_steps - series.last_gradient_steps
+                gap = gradient_steps - series.last_gradient_steps
+                series.gradient_interval_sum += gap
                 series.gradient_intervals += 1
+                series.gradient_interval_max = gap if series.gradient_interval_max is None else max(
+                    series.gradient_interval_max, gap)
         series.count += 1
         series.first_env_step = env_steps if series.first_env_step is None else series.first_env_step
         series.last_env_step = env_steps
@@ -82,6 +86,7 @@ class ScheduleTrace:
                 "min_interval_env_steps": series.interval_min, "max_interval_env_steps": series.interval_max,
                 "mean_interval_gradient_steps": (series.gradient_interval_sum / series.gradient_intervals
                                                  if series.gradient_intervals else None),
+                "max_interval_gradient_steps": series.gradient_interval_max,
                 "samples": [list(sample) for sample in series.samples],
             }
         return out

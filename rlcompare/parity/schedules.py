@@ -7,10 +7,13 @@ every environment of the run):
 - **PPO, A2C**: one update per rollout of ``rollout_steps`` in every env; an update is ``epochs``
   passes of ``ceil(rollout / minibatch_size)`` gradient steps (PPO), or one gradient step (A2C).
 - **DQN**: no update before ``learning_starts`` env steps; then one update every ``train_every`` env
-  steps, each of ``gradient_steps`` gradient steps; the target network is copied every
-  ``target_update_interval`` env steps (so every ``target_update_interval / train_every *
-  gradient_steps`` gradient steps); epsilon falls linearly from ``exploration_initial_eps`` to
-  ``exploration_final_eps`` over the first ``exploration_fraction`` of the budget, then stays.
+  steps, each of ``gradient_steps`` gradient steps in a row; the target network is copied every
+  ``target_update_interval`` env steps, between env steps, so never inside an update's run of
+  gradient steps: at most ``gradient_steps * ceil(target_update_interval / train_every)`` gradient
+  steps pass between two copies (the rl-zoo's CartPole settings, 128 gradient steps every 256 env
+  steps and a copy every 10 env steps, keep one target network for a whole update); epsilon falls
+  linearly from ``exploration_initial_eps`` to ``exploration_final_eps`` over the first
+  ``exploration_fraction`` of the budget, then stays.
 - **SAC**: as DQN for updates; the targets move by one Polyak step after every gradient step.
 
 A difference is reported with its size when it exceeds :data:`RELATIVE_TOLERANCE` (counts and
@@ -68,8 +71,10 @@ def canonical_schedule(workload: Mapping[str, Any]) -> dict[str, float | None]:
             interval = int(hp["target_update_interval"])
             schedule["target_sync_interval_env_steps"] = interval
             schedule["target_sync_interval_gradient_steps"] = interval / every * steps
+            schedule["target_sync_max_gradient_steps"] = steps * math.ceil(interval / every)
         else:
             schedule["target_sync_interval_gradient_steps"] = 1.0
+            schedule["target_sync_max_gradient_steps"] = 1.0
         return schedule
     return {}
 
@@ -114,7 +119,9 @@ def schedule_differences(workload: Mapping[str, Any], traced: Mapping[str, Any] 
     compare("target_sync_interval_env_steps", syncs.get("mean_interval_env_steps"),
             canonical.get("target_sync_interval_env_steps"), "target synced every (env steps)")
     compare("target_sync_interval_gradient_steps", syncs.get("mean_interval_gradient_steps"),
-            canonical.get("target_sync_interval_gradient_steps"), "target synced every (gradient steps)")
+            canonical.get("target_sync_interval_gradient_steps"), "target synced every (gradient steps, mean)")
+    compare("target_sync_max_gradient_steps", syncs.get("max_interval_gradient_steps"),
+            canonical.get("target_sync_max_gradient_steps"), "at most this many gradient steps between target syncs:")
     if workload["algorithm"] == "DQN" and traced.get("exploration"):
         worst, at = 0.0, 0.0
         settle = 0.01 * int(workload["env_steps"])  # a framework may set epsilon after its first steps
