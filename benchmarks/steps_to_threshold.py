@@ -83,7 +83,11 @@ def main() -> None:
             reached.append(float(hit.iloc[0]) if len(hit) else None)
             finals.append(run.final_return_mean)
         got = [value for value in reached if value is not None]
-        summary = "never" if not got else "mean %.0f (%.0f-%.0f)" % mean_interval(got)
+        if got:
+            mean, low, high = mean_interval(got)
+            summary = f"mean {mean:.0f} ({low:.0f}-{high:.0f})"
+        else:
+            summary = "never"
         print(f"{adapter}: steps to {threshold}: {['-' if v is None else int(v) for v in reached]} -> {summary} "
               f"on {len(got)}/{len(reached)} seeds; final returns {[None if f != f else round(f, 1) for f in finals]}")
         verdicts = json.loads(mine["parity_json"].iloc[0]) if mine["parity_json"].iloc[0] else []
