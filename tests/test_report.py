@@ -22,7 +22,8 @@ def test_run_then_report_markdown_and_html(fake_plugin: Path, tiny_workload: Pat
     assert "| 1 | fake | fakefw |" in ranking and "| 2 | raising | fakefw |" in ranking
     assert "- tiny\\_\\_raising\\_\\_s0: failed: RuntimeError: boom from the raising adapter" in text
     assert "- raising / tiny: no valid seed (2 failed)" in text  # its cells are missing, with the reason
-    assert "| tiny | fake | 0 | 11 | 0 |" in text  # fidelity: the fake adapter maps every setting approximately
+    # fidelity: the fake adapter maps every setting approximately, and its PPO update is unverified (parity.PPO)
+    assert "| tiny | fake | 0 | 12 | 0 |" in text
     assert "- host " in text and "## Reproduce" in text
     assert "| fakefw | (not in the registry) |" in text  # the registry table covers every framework
     html = (out / "rlcompare-report.html").read_text()

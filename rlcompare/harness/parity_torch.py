@@ -57,14 +57,16 @@ def load_tensor(parameter: Any, value: np.ndarray) -> None:
 
 
 class OneStep:
-    """Wraps an optimizer: records every parameter's gradient at its first ``step()`` and refuses a
-    second (a probe is exactly one optimizer step). Use as a context manager around the update."""
+    """Wraps optimizers: records every parameter's gradient at its optimizer's ``step()`` and refuses
+    a second step of the same optimizer (a probe is exactly one step of each). Use as a context
+    manager around the update."""
 
     def __init__(self, *optimizers: Any) -> None:
-        self.optimizers = optimizers
+        self.optimizers = tuple({id(optimizer): optimizer for optimizer in optimizers}.values())
         self.gradients: dict[int, np.ndarray] = {}
         self.steps = 0
         self._originals: list[tuple[Any, Any]] = []
+        self._stepped: set[int] = set()
 
     def __enter__(self) -> OneStep:
         for optimizer in self.optimizers:
@@ -72,8 +74,10 @@ class OneStep:
 
             def step(*args: Any, _original: Any = original, _optimizer: Any = optimizer, **kwargs: Any) -> Any:
                 self.steps += 1
-                if self.steps > len(self.optimizers):
-                    raise RuntimeError("the framework stepped its optimizer more than once on the parity probe")
+                if id(_optimizer) in self._stepped:
+                    raise RuntimeError("the framework stepped one of its optimizers more than once on the parity "
+                                       "probe (a probe is exactly one step of each)")
+                self._stepped.add(id(_optimizer))
                 for group in _optimizer.param_groups:
                     for parameter in group["params"]:
                         if parameter.grad is not None:

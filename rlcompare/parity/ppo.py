@@ -83,11 +83,22 @@ class PPOReference(ReferenceUpdate):
                  "defaults.truncation_bootstrap", True, False),
         _variant("no_entropy_bonus", "the entropy bonus is left out although entropy_coef is set",
                  "hyperparameters.entropy_coef", "applied", "ignored"),
+        _variant("last_value_recomputed", "the rollout's last bootstrap value comes from the network being updated, "
+                 "not the collecting policy's stored value (Sample Factory)", "defaults.last_value",
+                 "stored by the collecting policy", "recomputed by the updated network"),
+        _variant("advantage_norm_with_bootstrap_rows", "advantages normalized over the batch together with one "
+                 "artificial bootstrap row per episode chunk, with the biased std and max(std, 1e-4) (RLlib's "
+                 "AddOneTsToEpisodesAndTruncate and GeneralAdvantageEstimation)", "defaults.advantage_normalization",
+                 "per minibatch", "per batch, with bootstrap rows"),
+        _variant("ratio_clip_reciprocal_low", "the ratio's lower clip bound is 1/(1+clip_range), not 1-clip_range "
+                 "(Sample Factory)", "defaults.ratio_clip_low", "1 - clip_range", "1 / (1 + clip_range)"),
     )}
     exclusive: ClassVar[tuple[frozenset[str], ...]] = (
         frozenset({"value_clipping", "value_clipping_max"}), frozenset({"adam_eps_1e-8", "adam_eps_1e-7"}),
         frozenset({"no_grad_clip", "grad_clip_per_network"}),
         frozenset({"no_advantage_normalization", "advantage_std_biased"}),
+        frozenset({"no_advantage_normalization", "advantage_norm_with_bootstrap_rows"}),
+        frozenset({"advantage_std_biased", "advantage_norm_with_bootstrap_rows"}),
     )
 
     def cases(self) -> list[ProbeCase]:
@@ -163,6 +174,11 @@ class PPOReference(ReferenceUpdate):
         hp = probe.hyperparameters
         batch = probe.batch
         hidden, act = probe.network["hidden_sizes"], probe.network["activation"]
+        if "last_value_recomputed" in variants:
+            with torch.no_grad():
+                current = mlp(tensors(probe.weights, requires_grad=False), "value", hidden, act,
+                              torch.tensor(batch["last_obs"])).squeeze(-1).numpy()
+            batch = {**batch, "last_values": current}
         advantages, returns = gae(batch, hp["gamma"], hp["gae_lambda"],
                                   bootstrap_truncated="no_truncation_bootstrap" not in variants)
         steps, envs = batch["rewards"].shape
@@ -178,12 +194,16 @@ class PPOReference(ReferenceUpdate):
         values = mlp(params, "value", hidden, act, obs).squeeze(-1)
 
         normalize = hp["normalize_advantage"] and "no_advantage_normalization" not in variants
-        if normalize and len(adv) > 1:
+        if normalize and "advantage_norm_with_bootstrap_rows" in variants:
+            together = torch.cat([adv, torch.tensor(bootstrap_row_advantages(batch, hp["gamma"], hp["gae_lambda"]))])
+            adv = (adv - together.mean()) / torch.clamp(together.std(unbiased=False), min=1e-4)
+        elif normalize and len(adv) > 1:
             std = adv.std(unbiased="advantage_std_biased" not in variants)
             adv = (adv - adv.mean()) / (std + 1e-8)
         ratio = torch.exp(log_prob - old_log_prob)
         clip = hp["clip_range"]
-        policy_loss = -torch.min(adv * ratio, adv * torch.clamp(ratio, 1 - clip, 1 + clip)).mean()
+        low = 1 / (1 + clip) if "ratio_clip_reciprocal_low" in variants else 1 - clip
+        policy_loss = -torch.min(adv * ratio, adv * torch.clamp(ratio, low, 1 + clip)).mean()
 
         predicted = values
         if "value_clipping" in variants:
@@ -240,6 +260,54 @@ def gae(batch: dict[str, np.ndarray], gamma: float, lam: float, bootstrap_trunca
         last = delta + gamma * lam * non_terminal * last
         advantages[t] = last
     return advantages, advantages + values
+
+
+def episode_chunks(batch: dict[str, np.ndarray]) -> list[tuple[int, int, int, bool]]:
+    """The rollout cut into episode chunks ``(env, first step, last step, ended)`` in the order
+    RLlib's ``SingleAgentEnvRunner._sample`` returns them: the episodes that ended (terminated or
+    truncated) in the order they ended, then every env's ongoing chunk, cut at the rollout's end."""
+    dones = np.maximum(batch["terminated"], batch["truncated"])
+    steps, envs = dones.shape
+    ended: list[tuple[int, int, int, bool]] = []
+    ongoing: list[tuple[int, int, int, bool]] = []
+    for env in range(envs):
+        first = 0
+        for t in range(steps):
+            if dones[t, env]:
+                ended.append((env, first, t, True))
+                first = t + 1
+        if first < steps:
+            ongoing.append((env, first, steps - 1, False))
+    return sorted(ended, key=lambda chunk: (chunk[2], chunk[0])) + ongoing
+
+
+def bootstrap_row_advantages(batch: dict[str, np.ndarray], gamma: float, lam: float) -> np.ndarray:
+    """The advantages of the artificial bootstrap rows RLlib appends to each episode chunk (one row
+    with the final observation's value, reward 0, neither terminated nor truncated), as its GAE
+    recursion over the chunks laid end to end computes them (``compute_value_targets``): a bootstrap
+    row's next value is the next chunk's first value, and its advantage runs on into that chunk. The
+    loss masks these rows out; the advantage normalization does not."""
+    values, rewards, terminated, cut, bootstrap = [], [], [], [], []
+    for env, first, last, done in episode_chunks(batch):
+        for t in range(first, last + 1):
+            ends_here = t == last
+            values.append(batch["old_values"][t, env])
+            rewards.append(batch["rewards"][t, env])
+            terminated.append(float(ends_here and done and bool(batch["terminated"][t, env])))
+            cut.append(float(ends_here and not terminated[-1]))
+            bootstrap.append(False)
+        values.append(batch["terminal_values"][last, env] if done else batch["last_values"][env])
+        rewards.append(0.0)
+        terminated.append(0.0)
+        cut.append(0.0)
+        bootstrap.append(True)
+    value, reward, term, trunc = (np.asarray(column, dtype=np.float64) for column in (values, rewards, terminated, cut))
+    delta = reward + gamma * (1 - term) * np.append(value[1:], 0.0) - value
+    advantages, running = np.zeros_like(value), 0.0
+    for i in reversed(range(len(value))):
+        running = delta[i] + gamma * lam * (1 - term[i]) * (1 - trunc[i]) * running
+        advantages[i] = running
+    return advantages[np.asarray(bootstrap)]
 
 
 def _distribution(params: dict[str, Any], hidden: list[int], act: str, obs: Any, discrete: bool) -> Any:

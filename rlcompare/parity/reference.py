@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -74,7 +74,7 @@ class ReferenceUpdate(ABC):
         return workload_from_dict(case.workload, f"parity probe {self.family}/{case.name}",
                                   families if families is not None else builtin_families())
 
-    def variant_sets(self, case: ProbeCase, largest: int = 2) -> Iterator[frozenset[str]]:
+    def variant_sets(self, case: ProbeCase, largest: int = 3) -> Iterator[frozenset[str]]:
         """Every combination of up to ``largest`` variants that can hold together, smallest first."""
         names = [name for name in self.variants if name not in case.excluded]
         for size in range(1, largest + 1):
@@ -82,6 +82,32 @@ class ReferenceUpdate(ABC):
                 chosen = frozenset(combination)
                 if not any(pair <= chosen for pair in self.exclusive):
                     yield chosen
+
+
+def declared_variants(reference: ReferenceUpdate, entries: Iterable[Any]) -> frozenset[str]:
+    """The variants an adapter's fidelity report declares: for each entry that is not ``exact``, the
+    variant of the same setting (the one whose framework value is the entry's native value, where
+    the setting has several). The judge tries them together before it searches."""
+    by_setting: dict[str, list[Variant]] = {}
+    for variant in reference.variants.values():
+        by_setting.setdefault(variant.setting, []).append(variant)
+    chosen: set[str] = set()
+    for item in entries:
+        data = item.to_dict() if hasattr(item, "to_dict") else dict(item)
+        if str(data.get("status")) == "exact":
+            continue
+        candidates = by_setting.get(str(data.get("setting")), [])
+        if len(candidates) > 1:
+            candidates = [v for v in candidates if _same_value(v.framework, data.get("native_value"))]
+        if len(candidates) == 1:
+            chosen.add(candidates[0].name)
+    return frozenset(chosen)
+
+
+def _same_value(left: Any, right: Any) -> bool:
+    if isinstance(left, (int, float)) and isinstance(right, (int, float)) and not isinstance(left, bool):
+        return bool(np.isclose(float(left), float(right), rtol=1e-6, atol=0.0))
+    return bool(left == right)
 
 
 def space_of(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> tuple[int, dict[str, Any]]:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from rlcompare.parity.a2c import A2CReference
 from rlcompare.parity.dqn import DQNReference
 from rlcompare.parity.ppo import PPOReference
 from rlcompare.parity.reference import ReferenceUpdate
+from rlcompare.parity.sac import SACReference
 
-REFERENCES: dict[str, type[ReferenceUpdate]] = {"PPO": PPOReference, "DQN": DQNReference}
+REFERENCES: dict[str, type[ReferenceUpdate]] = {
+    "PPO": PPOReference, "A2C": A2CReference, "DQN": DQNReference, "SAC": SACReference,
+}

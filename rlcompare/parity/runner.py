@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-import inspect
 import json
 import subprocess
 import sys
@@ -28,10 +27,11 @@ from rlcompare.harness.contract import Adapter
 from rlcompare.harness.host import cache_dir
 from rlcompare.harness.measurement_cache import MeasurementCache
 from rlcompare.harness.parity import PARITY_PROTOCOL_VERSION, ParityError, ParityOutcome, ParityProbe
-from rlcompare.parity.reference import ProbeCase, ReferenceUpdate
+from rlcompare.parity.reference import ProbeCase, ReferenceUpdate, declared_variants
 from rlcompare.parity.verdict import FAILED, UNVERIFIABLE, ParityVerdict, judge
 from rlcompare.pyenvs.manager import EnvironmentManager, EnvironmentSpec, isolation_reason
 from rlcompare.spec.families import Families
+from rlcompare.spec.workload import Workload
 
 #: Seconds one probe may take in its fresh interpreter (a framework's import included).
 PROBE_TIMEOUT_SECONDS = 600.0
@@ -47,6 +47,8 @@ class ParityRequest:
     adapter_class: type[Adapter]
     reference: ReferenceUpdate
     case: ProbeCase
+    #: The variants the adapter's fidelity report declares for the case's workload.
+    declared: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,8 @@ def parity_requests(
             for case in reference.cases():
                 workload = reference.case_workload(case, families)
                 if capabilities.refusal(workload, action_space_kind(workload.env, workload.env_kwargs)) is None:
-                    requests.append(ParityRequest(adapter_id, adapter_class, reference, case))
+                    requests.append(ParityRequest(adapter_id, adapter_class, reference, case,
+                                                  _declared(adapter_class, reference, workload)))
     return requests, verdicts
 
 
@@ -117,6 +120,7 @@ def run_requests(requests: Iterable[ParityRequest], cache: MeasurementCache,
         probe = request.reference.build_probe(probe_workload)
         key = "|".join(["parity", request.adapter_id, _code_digest(request.adapter_class), request.reference.family,
                         request.case.name, probe.digest(), _code_digest(type(request.reference)),
+                        "declared " + ",".join(sorted(request.declared)),
                         interpreter.identity, f"protocol {PARITY_PROTOCOL_VERSION}", rlcompare.__version__])
 
         def answer(request: ParityRequest = request, probe: ParityProbe = probe,
@@ -155,7 +159,7 @@ def ask(request: ParityRequest, probe: ParityProbe, interpreter: Interpreter) ->
             outcome = ParityOutcome.load(outcome_path)
         except ParityError as error:
             return _failed(request, probe, interpreter, str(error))
-    verdict = judge(reference, case, probe, outcome, request.adapter_id, interpreter.versions)
+    verdict = judge(reference, case, probe, outcome, request.adapter_id, interpreter.versions, request.declared)
     return ParityVerdict.from_dict({**verdict.to_dict(), "notes": [*verdict.notes, f"probe answered in {seconds:.1f} s"]})
 
 
@@ -171,11 +175,26 @@ def _version(distribution: str) -> str | None:
         return None
 
 
-def _code_digest(cls: type) -> str:
-    """Digest of the source of the module that defines ``cls`` (a change to it asks again)."""
-    module = sys.modules.get(cls.__module__)
+def _declared(adapter_class: type[Adapter], reference: ReferenceUpdate, workload: Workload) -> frozenset[str]:
+    """The variants ``adapter_class`` declares on ``workload`` (none where fidelity() fails: the
+    conformance kit reports that on its own)."""
     try:
-        source = inspect.getsource(module) if module is not None else cls.__qualname__
-    except (OSError, TypeError):
-        source = cls.__qualname__
-    return hashlib.sha256(source.encode()).hexdigest()[:12]
+        return declared_variants(reference, adapter_class().fidelity(workload))
+    except Exception:  # noqa: BLE001 - an adapter's bug is reported by the kit, not here
+        return frozenset()
+
+
+def _code_digest(cls: type) -> str:
+    """Digest of the sources that define ``cls``: every module of the package its module belongs to
+    (an adapter's parity code lives beside its class), or the module alone when it is top-level. A
+    change to any of them asks again."""
+    module = sys.modules.get(cls.__module__)
+    digest = hashlib.sha256(cls.__qualname__.encode())
+    path = Path(getattr(module, "__file__", None) or "")
+    if not path.is_file():
+        return digest.hexdigest()[:12]
+    package = "." in cls.__module__ or path.name == "__init__.py"
+    for source in sorted(path.parent.glob("*.py")) if package else [path]:
+        digest.update(source.name.encode())
+        digest.update(source.read_bytes())
+    return digest.hexdigest()[:12]

@@ -65,7 +65,7 @@ class ParityVerdict:
     variant: tuple[str, ...] = ()
     reason: str = ""
     checks: tuple[PartCheck, ...] = ()
-    #: Other variant sets that match as well (the first is reported).
+    #: Other variant sets of the same size that match as well, by increasing error.
     alternatives: tuple[tuple[str, ...], ...] = ()
     notes: tuple[str, ...] = ()
     defaults: dict[str, Any] = field(default_factory=dict)
@@ -145,9 +145,13 @@ def _check(part: str, actual: Mapping[str, np.ndarray], reference: Mapping[str, 
 
 
 def judge(reference: ReferenceUpdate, case: ProbeCase, probe: ParityProbe, outcome: ParityOutcome,
-          adapter: str, versions: Mapping[str, str | None] | None = None) -> ParityVerdict:
-    """The verdict on ``outcome``: compared with the canonical update, then, if it differs, with the
-    reference under every variant set (one, then two variants) until one matches."""
+          adapter: str, versions: Mapping[str, str | None] | None = None,
+          declared: frozenset[str] = frozenset()) -> ParityVerdict:
+    """The verdict on ``outcome``: compared with the canonical update; if it differs, with the
+    reference under the variants the adapter's fidelity report ``declared`` (all of them at once:
+    a framework may depart in more ways than a search can combine), then under every variant set of
+    one, then two, then three variants. Among the matching sets of the smallest size, the one with
+    the smallest error (relative to tolerance) is reported, the others are alternatives."""
     base: dict[str, Any] = {"adapter": adapter, "family": reference.family, "case": case.name,
                             "notes": outcome.notes, "defaults": dict(outcome.defaults),
                             "versions": dict(versions or {}), "probe_digest": probe.digest(),
@@ -160,12 +164,17 @@ def judge(reference: ReferenceUpdate, case: ProbeCase, probe: ParityProbe, outco
     checks = compare(outcome, reference.expected(probe), probe)
     if all(check.ok for check in checks):
         return ParityVerdict(status=VERIFIED, checks=checks, **base)
-    matches: list[tuple[str, ...]] = []
+    usable = frozenset(name for name in declared if name in reference.variants and name not in case.excluded)
+    if usable and all(check.ok for check in compare(outcome, reference.expected(probe, usable), probe)):
+        return ParityVerdict(status=DIFFERS, variant=tuple(sorted(usable)), checks=checks, **base)
+    matches: list[tuple[float, tuple[str, ...]]] = []
     for variants in reference.variant_sets(case):
-        if matches and len(variants) > len(matches[0]):
+        if matches and len(variants) > len(matches[0][1]):
             break  # the smallest explanation wins
-        if all(check.ok for check in compare(outcome, reference.expected(probe, variants), probe)):
-            matches.append(tuple(sorted(variants)))
+        found = compare(outcome, reference.expected(probe, variants), probe)
+        if all(check.ok for check in found):
+            matches.append((max(check.error / check.tolerance for check in found), tuple(sorted(variants))))
     if matches:
-        return ParityVerdict(status=DIFFERS, variant=matches[0], alternatives=tuple(matches[1:]), checks=checks, **base)
+        ranked = [variant for _, variant in sorted(matches)]
+        return ParityVerdict(status=DIFFERS, variant=ranked[0], alternatives=tuple(ranked[1:]), checks=checks, **base)
     return ParityVerdict(status=DIFFERS, checks=checks, reason="no known variant explains the difference", **base)

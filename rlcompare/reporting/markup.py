@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Any
 from rlcompare.reporting import plots
 from rlcompare.reporting.escape import Safe, latex, markdown
 from rlcompare.reporting.numbers import format_number
-from rlcompare.reporting.tables import FRAMEWORK_FACTS, gymnasium_warnings, missing_reasons
+from rlcompare.reporting.tables import (
+    FRAMEWORK_FACTS,
+    family_reference,
+    gymnasium_warnings,
+    missing_reasons,
+    variant_settings,
+)
 from rlcompare.scoring.criteria import ALL_WORKLOADS
 
 if TYPE_CHECKING:
@@ -24,6 +30,14 @@ if TYPE_CHECKING:
     from rlcompare.reporting.model import Report
 
 FIGURE_DIRECTORY = "rlcompare-report-figures"
+#: How the ranking shows each parity standing (:mod:`rlcompare.parity.corrections`); the flagged one
+#: is set off (bold, or red in HTML) in every format.
+STANDING_TEXT = {"verified": "verified", "unverified": "unverified",
+                 "unexplained": "UNEXPLAINED: differs from the reference", "not-applicable": "not applicable"}
+#: The effective defaults in the order docs/parity.md lists them (others follow, sorted).
+DEFAULT_KEYS = ("optimizer", "adam_eps", "initialization", "observation_normalization", "reward_normalization",
+                "action_squashing", "action_bounds", "log_std_init", "learning_rate_schedule", "value_clipping",
+                "grad_clip_scope", "advantage_normalization", "value_loss", "td_loss", "target_update", "double_q")
 
 
 # -- numbers -----------------------------------------------------------------------------------------
@@ -76,13 +90,16 @@ def report_view(report: Report) -> dict[str, Any]:
     per_workload = [cid for cid, c in matrix.criteria.items() if c.per_workload]
     per_adapter = [cid for cid, c in matrix.criteria.items() if not c.per_workload]
 
+    standings = matrix.parity or {}
     ranking = [{"rank": "-" if row.rank is None or row.rank != row.rank else str(int(row.rank)),
                 "adapter": row.adapter, "framework": row.framework,
                 "score": estimate_text(matrix.overall[row.adapter].score),
                 "valid_workloads": str(row.valid_workloads),
                 "stability": Safe("-") if row.rank_stability is None or row.rank_stability != row.rank_stability
                 else f"{row.rank_stability:.0%}",
-                "coverage": f"{row.weight_coverage:.0%}", "failed": row.failed_workloads or ""}
+                "coverage": f"{row.weight_coverage:.0%}", "failed": row.failed_workloads or "",
+                "parity": STANDING_TEXT.get(standings.get(row.adapter, "unverified"), "unverified"),
+                "parity_flag": standings.get(row.adapter) == "unexplained"}
                for row in overall.itertuples()]
     scores = []
     for cid, criterion in matrix.criteria.items():
@@ -155,6 +172,42 @@ def report_view(report: Report) -> dict[str, Any]:
         "frameworks": report.table("frameworks").to_dict("records"), "framework_facts": FRAMEWORK_FACTS,
         "framework_ids": report.frameworks, "evidence": evidence, "features": feature_rows,
         "commands": report.commands, "criteria": report.table("criteria").to_dict("records"),
+        **_parity_view(report),
+    }
+
+
+def _parity_view(report: Report) -> dict[str, Any]:
+    """The parity section and the ranking's parity note: each verdict with what its variant changes
+    per setting, the effective defaults side by side per family, the schedule differences."""
+    standings = report.matrix.parity
+    rows = []
+    for r in report.table("parity").itertuples():
+        names = [name for name in (r.variant or "").split(" + ") if name]
+        unexplained = r.verdict == "differs" and not names
+        rows.append({"adapter": r.adapter, "framework": r.framework, "family": r.family, "probe": r.probe,
+                     "verdict": STANDING_TEXT["unexplained"] if unexplained else r.verdict,
+                     "unexplained": unexplained, "variant": r.variant or "",
+                     "settings": variant_settings(names, family_reference(report.families, r.family)),
+                     "detail": r.detail or "", "versions": r.versions or ""})
+    defaults = report.table("effective_defaults")
+    families = []
+    for family, group in defaults.groupby("family", sort=True):
+        present = set(group["adapter"])
+        adapters = [a for a in report.matrix.adapters if a in present] + sorted(present - set(report.matrix.adapters))
+        values = {(row.adapter, row.key): row.value for row in group.itertuples()}
+        keys = [k for k in DEFAULT_KEYS if k in set(group["key"])] + sorted(set(group["key"]) - set(DEFAULT_KEYS))
+        families.append({"family": family, "adapters": adapters, "columns": Safe("l" * (len(adapters) + 1)),
+                         "rows": [{"key": key, "cells": [values.get((a, key)) or Safe("-") for a in adapters]}
+                                  for key in keys]})
+    runs = report.runs
+    traced = "schedule_json" in runs and bool(runs["schedule_json"].notna().any())
+    return {
+        "parity_probed": standings is not None, "parity_rows": rows, "parity_defaults": families,
+        "parity_unexplained": [a for a in report.matrix.adapters if (standings or {}).get(a) == "unexplained"],
+        "parity_unverified": [a for a in report.matrix.adapters if (standings or {}).get(a) == "unverified"],
+        "schedules_traced": traced,
+        "schedule_differences": [{"workload": r.workload, "adapter": r.adapter, "aspect": r.aspect, "text": r.text}
+                                 for r in report.table("schedule_differences").itertuples()],
     }
 
 

@@ -36,8 +36,9 @@ if TYPE_CHECKING:  # pandas, numpy and matplotlib load when a report is built, n
 
 #: Names of every tidy table, in the order CSV and JSON write them.
 TABLES = ("overall", "criteria", "scores", "cells", "improvement", "performance_profiles", "curve_bands",
-          "excluded_runs", "imputed", "left_out", "workloads", "fidelity", "fidelity_summary", "runs", "curves",
-          "versions", "hosts", "frameworks", "registry_evidence", "feature_matrix")
+          "excluded_runs", "imputed", "left_out", "workloads", "fidelity", "fidelity_summary", "parity",
+          "effective_defaults", "schedule_differences", "runs", "curves", "versions", "hosts", "frameworks",
+          "registry_evidence", "feature_matrix")
 
 
 @dataclass
@@ -96,6 +97,9 @@ class Report:
             "left_out": lambda: tables.left_out_table(m), "workloads": lambda: tables.workloads_table(self.runs, self.families),
             "fidelity": lambda: tables.fidelity_table(self.runs),
             "fidelity_summary": lambda: tables.fidelity_summary(self.table("fidelity")),
+            "parity": lambda: tables.parity_table(self.runs, self.families),
+            "effective_defaults": lambda: tables.effective_defaults_table(self.runs),
+            "schedule_differences": lambda: tables.schedule_differences_table(self.runs, self.families),
             "runs": lambda: tables.runs_table(self.runs), "curves": lambda: tables.curves_table(self.curves),
             "versions": lambda: tables.versions_table(self.runs), "hosts": lambda: tables.hosts_table(self.runs),
             "frameworks": lambda: tables.taxonomy_table(self.frameworks, self.entries),

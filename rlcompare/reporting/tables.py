@@ -209,6 +209,125 @@ def fidelity_summary(fidelity: pd.DataFrame) -> pd.DataFrame:
     return counts[["exact", "approximate", "unsupported", "refused"]].reset_index()
 
 
+def _newest(runs: pd.DataFrame, column: str, statuses: Sequence[str] | None = None) -> list[Any]:
+    """The newest run (by run id, as :func:`fidelity_table` picks it) of each workload x adapter pair
+    that recorded ``column``, among runs of ``statuses`` (any status but refused when None)."""
+    if column not in runs:
+        return []
+    kept = runs[runs[column].notna()]
+    kept = kept[kept["status"].isin(statuses)] if statuses is not None else kept[kept["status"] != "unsupported"]
+    return [group.sort_values("run_id").iloc[-1] for _, group in kept.groupby(["workload_id", "adapter"], sort=True)]
+
+
+def _loaded(value: Any) -> Any:
+    """A JSON column's value as data (text in a store's frame, data already in a bundle's)."""
+    return value if isinstance(value, (list, dict)) else _json(value)
+
+
+def family_reference(families: Families, family: Any) -> Any:
+    """The reference update the family object carries (a
+    :class:`rlcompare.parity.reference.ReferenceUpdate`), or None."""
+    from rlcompare.parity.reference import ReferenceUpdate
+
+    found = families.get(family) if isinstance(family, str) else None
+    reference = getattr(found, "parity", None)
+    return reference if isinstance(reference, ReferenceUpdate) else None
+
+
+def variant_settings(variants: Sequence[str], reference: Any) -> list[dict[str, Any]]:
+    """What each named variant changes: its setting with the canonical and the framework's value,
+    from the family's reference update (a variant the installed reference does not know is said)."""
+    found = []
+    for name in variants:
+        variant = reference.variants.get(name) if reference is not None else None
+        if variant is None:
+            found.append({"variant": name, "setting": None, "canonical": None, "framework": None,
+                          "description": "not a variant of the family's reference update" if reference is not None
+                          else "no reference update of the family is installed to say what it changes"})
+        else:
+            found.append({"variant": name, "setting": variant.setting, "canonical": _text(variant.canonical),
+                          "framework": _text(variant.framework), "description": variant.description})
+    return found
+
+
+def _settings_text(settings: Sequence[Mapping[str, Any]]) -> str:
+    return "; ".join(f"{s['variant']}: {s['description']}" if s["setting"] is None else
+                     f"{s['variant']}: {s['setting']} canonical {s['canonical']}, framework {s['framework']}"
+                     for s in settings)
+
+
+def _verdicts(runs: pd.DataFrame) -> list[tuple[Any, dict[str, Any]]]:
+    """(run, verdict) for every verdict the pairs' newest runs record, each distinct verdict of an
+    adapter once (the workloads of one family carry the same verdicts)."""
+    found: dict[str, tuple[Any, dict[str, Any]]] = {}
+    for run in _newest(runs, "parity_json"):
+        for verdict in _loaded(run["parity_json"]) or []:
+            if isinstance(verdict, Mapping):
+                key = json.dumps([run["adapter"], verdict], sort_keys=True, default=str)
+                found.setdefault(key, (run, dict(verdict)))
+    return sorted(found.values(), key=lambda item: (str(item[0]["adapter"]), str(item[1].get("family")),
+                                                    str(item[1].get("case"))))
+
+
+def parity_table(runs: pd.DataFrame, families: Families) -> pd.DataFrame:
+    """Each parity verdict (docs/parity.md) the pairs' newest runs record: adapter x family x probe,
+    the verdict, the variant that explains a difference and what it changes per setting (canonical and
+    framework value, from the family's reference update), the verdict's summary or reason, and the
+    framework versions it was probed on."""
+    rows = []
+    for run, verdict in _verdicts(runs):
+        variants = [str(name) for name in verdict.get("variant") or ()]
+        settings = variant_settings(variants, family_reference(families, verdict.get("family")))
+        versions = verdict.get("versions") or {}
+        rows.append({"adapter": run["adapter"], "framework": run["framework"], "family": verdict.get("family"),
+                     "probe": verdict.get("case"), "verdict": verdict.get("status"),
+                     "variant": " + ".join(variants), "settings": _settings_text(settings),
+                     "detail": str(verdict.get("summary") or verdict.get("reason") or ""),
+                     "versions": ", ".join(f"{name} {version or 'not installed'}"
+                                           for name, version in sorted(versions.items()))})
+    return _frame(rows, ("adapter", "framework", "family", "probe", "verdict", "variant", "settings", "detail",
+                         "versions"))
+
+
+def effective_defaults_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """The defaults each adapter read back from its framework's built agent when probed (optimizer,
+    Adam epsilon, initialization, action squashing, ...), one row per adapter x family x key; where
+    the probes of a family read different values, each is given with its probe."""
+    values: dict[tuple[str, str, str], dict[str, str | None]] = {}
+    for run, verdict in _verdicts(runs):
+        for key, value in (verdict.get("defaults") or {}).items():
+            found = values.setdefault((str(run["adapter"]), str(verdict.get("family")), str(key)), {})
+            found[str(verdict.get("case"))] = _text(value)
+    rows = []
+    for (adapter, family, key), by_case in sorted(values.items()):
+        distinct = list(dict.fromkeys(by_case.values()))
+        value = distinct[0] if len(distinct) == 1 else "; ".join(f"{v} ({case})" for case, v in by_case.items())
+        rows.append({"adapter": adapter, "family": family, "key": key, "value": value})
+    return _frame(rows, ("adapter", "family", "key", "value"))
+
+
+def schedule_differences_table(runs: pd.DataFrame, families: Families) -> pd.DataFrame:
+    """How the schedule each pair's newest valid run traced from inside its framework departs from the
+    one the workload's canonical settings define (:func:`rlcompare.parity.schedules.schedule_differences`).
+    Valid runs only: a run cut short traced fewer updates than its budget defines."""
+    from rlcompare.parity.schedules import schedule_differences
+
+    rows = []
+    for run in _newest(runs, "schedule_json", ("ok",)):
+        spec = dict(_loaded(run["workload_json"]) or {})
+        if "algorithm" not in spec or "env_steps" not in spec:
+            continue
+        family = families.get(spec["algorithm"]) if isinstance(spec["algorithm"], str) else None
+        # a spec stored without some hyperparameters means the family's defaults
+        defaults = family.hyperparameters().model_dump(mode="json") if family is not None else {}
+        spec["hyperparameters"] = {**defaults, **(spec.get("hyperparameters") or {})}
+        for difference in schedule_differences(spec, _loaded(run["schedule_json"])):
+            rows.append({"workload": run["workload_id"], "adapter": run["adapter"], "aspect": difference.aspect,
+                         "measured": difference.measured, "canonical": difference.canonical,
+                         "text": difference.text})
+    return _frame(rows, ("workload", "adapter", "aspect", "measured", "canonical", "text"))
+
+
 def _text(value: Any) -> str | None:
     if value is None:
         return None

@@ -8,6 +8,12 @@ runs APPO, RLlib's asynchronous PPO (V-trace corrected), and is reported as appr
 Ray is started inside the run's own process on 127.0.0.1 without dashboard, with as many CPUs as
 the run asks for (one per env runner plus one for the learner), and shut down after training.
 RLlib has no A2C on its new API stack: the capabilities say so and such a pair is refused.
+
+Parity probes (:mod:`rlcompare_rllib.parity`, ``parity_dqn``, ``parity_sac``) build a local
+Learner from :meth:`RLlibAdapter.build_config` without starting Ray. The schedule is traced from
+the training process (:func:`trace_schedule`): the Learner is local (``num_learners=0``), so its
+optimizer steps, updates and target syncs are wrapped where they happen; DQN's epsilon is wrapped in
+the local env runner, or read from the first remote one after every ``train()`` call.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from rlcompare.adapter import (
     Fidelity,
     FidelityEntry,
     IncompatibleError,
+    ParityOutcome,
+    ParityProbe,
     Setting,
     TrainingResult,
     WorkloadLike,
@@ -64,16 +72,66 @@ def _train_batch(value: int, workload: WorkloadLike) -> int:
     return value * _total_envs(workload)
 
 
+_ACTION_KINDS: dict[str, bool] = {}
+
+
+def _continuous_actions(workload: WorkloadLike) -> bool:
+    """Whether the workload's env has a continuous (Box) action space (remembered per env)."""
+    import json
+
+    key = json.dumps([workload.env, dict(workload.env_kwargs)], sort_keys=True, default=str)
+    if key not in _ACTION_KINDS:
+        from rlcompare.adapter import make_env
+
+        env = make_env(workload.env, dict(workload.env_kwargs))
+        try:
+            _ACTION_KINDS[key] = not hasattr(env.action_space, "n")  # Discrete has n, Box has not
+        finally:
+            env.close()
+    return _ACTION_KINDS[key]
+
+
 def _epsilon_schedule(_: Any, workload: WorkloadLike) -> list[tuple[int, float]]:
     hp = workload.hyperparameters
     decay_steps = max(1, int(hp.exploration_fraction * workload.env_steps))
     return [(0, hp.exploration_initial_eps), (decay_steps, hp.exploration_final_eps)]
 
 
+#: How RLlib's PPO update departs from the canonical one, as its parity probe measured them
+#: (``rlcompare parity --adapters rllib``; ray/rllib/connectors/learner/general_advantage_estimation.py).
+PPO_DEPARTURES = (
+    entry("defaults.adam_eps", 1e-5, Fidelity.APPROXIMATE, "torch.optim.Adam(eps)", 1e-8,
+          "RLlib's Learner builds Adam with torch's default epsilon"),
+    entry("defaults.advantage_normalization", "per minibatch", Fidelity.APPROXIMATE, "GeneralAdvantageEstimation",
+          "per batch, with bootstrap rows", "standardized over the whole train batch, one artificial bootstrap row "
+          "per episode chunk among them (AddOneTsToEpisodesAndTruncate), biased std, max(std, 1e-4)"),
+)
+
+
 def _standardized_per_batch(value: bool, _: WorkloadLike) -> tuple[Fidelity, str]:
     if value:
-        return Fidelity.APPROXIMATE, "RLlib standardizes advantages over the whole train batch, not per minibatch"
+        return Fidelity.APPROXIMATE, ("RLlib standardizes advantages over the whole train batch, not per minibatch, "
+                                      "with one artificial bootstrap row per episode chunk among them, the biased std "
+                                      "and max(std, 1e-4) (GeneralAdvantageEstimation)")
     return Fidelity.UNSUPPORTED, "RLlib always standardizes advantages"
+
+
+def _minibatch_rows(_: int, __: WorkloadLike) -> tuple[Fidelity, str]:
+    # AddOneTsToEpisodesAndTruncate appends one row per episode chunk to the train batch (masked
+    # out of the loss); MiniBatchCyclicIterator counts those rows, so an epoch takes more steps
+    return Fidelity.APPROXIMATE, ("RLlib's minibatches count one artificial bootstrap row per episode chunk (out of "
+                                  "the loss): fewer transitions per minibatch, more minibatch steps per epoch")
+
+
+def _epsilon_per_iteration(_: float, workload: WorkloadLike) -> tuple[Fidelity, str]:
+    # SingleAgentEnvRunner._sample passes forward_exploration t = (lifetime count // runners + steps
+    # of this sample() call) x runners, and the lifetime count is synced to the env runners once
+    # per train() call (Algorithm.step -> sync_env_runner_states): within an iteration epsilon only
+    # sees the current fragment's steps
+    iteration = min(ITERATION_ENV_STEPS, workload.evaluation.interval_steps)
+    return Fidelity.APPROXIMATE, ("linear schedule [(0, initial), (fraction x budget, final)]; RLlib's env runners "
+                                  "advance its timestep once per train() iteration (at least "
+                                  f"{iteration} env steps) plus the current fragment's steps")
 
 
 _PPO = [
@@ -82,7 +140,7 @@ _PPO = [
     Setting("gae_lambda", "lambda_"),
     Setting("clip_range", "clip_param"),
     Setting("rollout_steps", "rollout_fragment_length", note="per environment, as canonical"),
-    Setting("minibatch_size", "minibatch_size"),
+    Setting("minibatch_size", "minibatch_size", judge=_minibatch_rows),
     Setting("epochs", "num_epochs"),
     Setting("entropy_coef", "entropy_coeff"),
     Setting("value_coef", "vf_loss_coeff"),
@@ -105,8 +163,7 @@ SETTINGS: dict[str, list[Setting]] = {
         Setting("target_update_interval", "target_network_update_freq", note="sampled env steps, as canonical"),
         Setting("exploration_initial_eps", "epsilon", convert=_epsilon_schedule),
         Setting("exploration_final_eps", "epsilon", convert=_epsilon_schedule),
-        Setting("exploration_fraction", "epsilon", convert=_epsilon_schedule,
-                note="linear schedule [(0, initial), (fraction x budget, final)]"),
+        Setting("exploration_fraction", "epsilon", convert=_epsilon_schedule, judge=_epsilon_per_iteration),
         Setting("max_grad_norm", "grad_clip", note="grad_clip_by='global_norm'"),
         Setting("double_q", "double_q"),
     ],
@@ -124,6 +181,11 @@ SETTINGS: dict[str, list[Setting]] = {
                 convert=lambda value, _: "auto", note="automatic alpha, target entropy -dim(A)"),
     ],
 }
+
+
+#: Parity probe per family: ``module:function`` taking (adapter, probe).
+PARITY_UPDATES = {"PPO": "rlcompare_rllib.parity:ppo_update", "DQN": "rlcompare_rllib.parity_dqn:dqn_update",
+                  "SAC": "rlcompare_rllib.parity_sac:sac_update"}
 
 
 class EnvCreator:
@@ -185,9 +247,21 @@ class RLlibAdapter(Adapter):
         net = workload.network
         model = {"fcnet_hiddens": list(net.hidden_sizes), "fcnet_activation": net.activation,
                  "vf_share_layers": False, "head_fcnet_hiddens": []}
+        note = "separate value network"
+        if workload.algorithm == "PPO" and _continuous_actions(workload):
+            # canonical PPO's Gaussian has one free log-std per action dimension (initially 0);
+            # RLlib's default head computes it from the observation (free_log_std=False)
+            model["free_log_std"] = True
+            note += "; state-independent log-std (free_log_std)"
         kwargs["model_config"] = model
-        entries.append(entry("network.hidden_sizes", list(net.hidden_sizes), Fidelity.EXACT,
-                             "model_config.fcnet_hiddens", model["fcnet_hiddens"], "separate value network"))
+        status = Fidelity.EXACT
+        if workload.algorithm == "SAC" and _continuous_actions(workload):
+            # SACCatalog._build_qf_encoder_continuous: a TorchMultiStreamEncoder, not one MLP
+            status = Fidelity.APPROXIMATE
+            note = ("critics: observation and action through separate MLPs of these sizes, fused by RLlib's "
+                    "fusion network (fusionnet_hiddens [256, 256], tanh) before the Q head")
+        entries.append(entry("network.hidden_sizes", list(net.hidden_sizes), status,
+                             "model_config.fcnet_hiddens", model["fcnet_hiddens"], note))
         entries.append(entry("network.activation", net.activation, Fidelity.EXACT,
                              "model_config.fcnet_activation", net.activation))
         par = workload.parallelism
@@ -208,7 +282,8 @@ class RLlibAdapter(Adapter):
         return kwargs, entries
 
     def fidelity(self, workload: WorkloadLike) -> list[FidelityEntry]:
-        return self.native_config(workload)[1]
+        entries = self.native_config(workload)[1]
+        return [*entries, *PPO_DEPARTURES] if workload.algorithm == "PPO" else entries
 
     def budget_tolerance(self, workload: WorkloadLike) -> BudgetTolerance:
         """One ``train()`` call samples at least ``min_sample_timesteps_per_iteration`` env steps in
@@ -299,11 +374,15 @@ class RLlibAdapter(Adapter):
             config = self.build_config(workload, context.seed, env_name)
             algorithm = config.build_algo()
             policy = _module_policy(algorithm.get_module(), context.deterministic, config.normalize_actions)
+            remote_epsilon = trace_schedule(algorithm, context)
             framework_steps = 0
             context.start_training()
             while framework_steps < workload.env_steps:
                 result = algorithm.train()
                 framework_steps = int(result["env_runners"]["num_env_steps_sampled_lifetime"])
+                epsilon = remote_epsilon() if remote_epsilon is not None else None
+                if epsilon is not None:
+                    context.trace("exploration", epsilon)
                 context.checkpoint(policy, framework_steps)
             context.stop_training()
             full = {key: value for key, value in config.to_dict().items() if _is_plain(value)}
@@ -314,12 +393,107 @@ class RLlibAdapter(Adapter):
             ray.shutdown()
         return TrainingResult(policy=policy, framework_env_steps=framework_steps, native_config=native)
 
+    def parity_update(self, probe: ParityProbe) -> ParityOutcome:
+        """RLlib's own learner connectors and ``Learner.update`` on the probe, on a local Learner
+        built from :meth:`build_config` without a Ray cluster (one module per family,
+        :mod:`rlcompare_rllib.parity`)."""
+        import importlib
+
+        module, _, function = PARITY_UPDATES.get(probe.family, ":").partition(":")
+        try:
+            update = getattr(importlib.import_module(module), function) if module else None
+        except ModuleNotFoundError as error:
+            if error.name != module:
+                raise  # a missing dependency of the probe, not a missing probe
+            update = None
+        if update is None:
+            return ParityOutcome.unverifiable(f"no {probe.family} probe is implemented for RLlib")
+        return update(self, probe)
+
 
 def start_ray(workload: WorkloadLike) -> None:
     """Start the run's private Ray cluster on loopback (:func:`rlcompare.harness.private_ray.start_private_ray`)
     with one CPU per remote env runner plus one for the learner."""
     workers = workload.parallelism.workers
     start_private_ray((workers if workers > 1 else 0) + 1)
+
+
+#: Smallest change of DQN's epsilon traced from the local env runner (a linear decay changes it every step).
+EPSILON_RESOLUTION = 1e-3
+
+
+def trace_schedule(algorithm: Any, context: TrainingContext) -> Any:
+    """Trace the run's schedule from inside RLlib (:mod:`rlcompare.harness.schedule`) by wrapping
+    the objects of the training process; returns, where DQN's exploration runs in remote env
+    runners, a function reading their epsilon (traced once per ``train()`` call), else None.
+
+    - ``gradient_step``: the ``step`` of the Learner's main optimizer (PPO's and DQN's only one,
+      SAC's critic ``qf``). The Learner is local (``num_learners=0``), in this process.
+    - ``update``: each ``Learner.update`` call (PPO: one train batch's epochs; DQN and SAC: one
+      replay minibatch), as ``LearnerGroup.update`` makes it.
+    - ``target_sync``: each ``get_target_network_pairs()`` call of the Learner's module, which
+      ``DQNLearner.after_gradient_based_update`` (SAC's too) makes once per target update, hard
+      (``tau=1``) or Polyak.
+    - ``exploration``: DQN's epsilon, from the env runner module's ``epsilon_schedule.update(t)``
+      (``DefaultDQNTorchRLModule._forward_exploration``) when the training process samples
+      (``num_env_runners=0``) and it moved by ``EPSILON_RESOLUTION``; with remote env runners the
+      first one's value is read after every ``train()`` call."""
+    from ray.rllib.core import DEFAULT_MODULE_ID
+
+    learner = algorithm.learner_group._learner  # the local Learner (None with remote learners)
+    if learner is None:
+        return None
+    optimizers = dict(learner.get_optimizers_for_module(DEFAULT_MODULE_ID))
+    main = optimizers.get("qf") or next(iter(optimizers.values()))
+    step = main.step
+
+    def traced_step(*args: Any, **kwargs: Any) -> Any:
+        result = step(*args, **kwargs)
+        context.trace("gradient_step")
+        return result
+
+    main.step = traced_step
+    update = learner.update
+
+    def traced_update(*args: Any, **kwargs: Any) -> Any:
+        result = update(*args, **kwargs)
+        context.trace("update")
+        return result
+
+    learner.update = traced_update
+    module = learner.module[DEFAULT_MODULE_ID].unwrapped()
+    if hasattr(module, "get_target_network_pairs"):
+        pairs = module.get_target_network_pairs
+
+        def traced_pairs() -> Any:
+            context.trace("target_sync")
+            return pairs()
+
+        module.get_target_network_pairs = traced_pairs
+    runners = algorithm.env_runner_group
+    if runners is not None and runners.num_remote_env_runners() > 0:
+        def remote_epsilon() -> float | None:
+            values = runners.foreach_env_runner(
+                lambda runner: float(runner.module.epsilon_schedule.get_current_value())
+                if hasattr(runner.module, "epsilon_schedule") else None,
+                local_env_runner=False, remote_worker_ids=[1])
+            return values[0] if values else None
+
+        return remote_epsilon if remote_epsilon() is not None else None
+    explorer = getattr(getattr(algorithm.env_runner, "module", None), "epsilon_schedule", None)
+    if explorer is not None:
+        schedule_update = explorer.update
+        last: list[float] = []
+
+        def traced_epsilon(timestep: int) -> float:
+            value = float(schedule_update(timestep))
+            if not last or abs(value - last[0]) >= EPSILON_RESOLUTION:
+                last[:] = [value]
+                context.trace("exploration", value)
+            return value
+
+        explorer.update = traced_epsilon
+    return None
 
 
 def _is_plain(value: Any) -> bool:

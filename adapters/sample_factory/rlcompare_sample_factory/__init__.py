@@ -16,7 +16,12 @@ Every environment comes from the harness: a Sample Factory env registered for th
 Factory's own global env index), in whichever process creates it. The harness sees the weights as
 the learner updates them: in serial mode the learner's model itself, in multiprocess mode a local
 copy loaded from the shared-memory weights the learner publishes to its inference workers.
-Checkpoints and the budget check run on each learner step report in the runner's process.
+Checkpoints and the budget check run on each learner step report in the runner's process, and so
+does the schedule trace (:class:`LearnerSchedule`: an ``update`` per trained batch, a
+``gradient_step`` per optimizer step of the learner).
+
+The parity probe (:mod:`rlcompare_sample_factory.parity`) runs Sample Factory's own ``Learner`` on
+the probe's batch, built from the same configuration, without a runner.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ from rlcompare.adapter import (
     Capabilities,
     Fidelity,
     FidelityEntry,
+    ParityOutcome,
+    ParityProbe,
     Setting,
     TrainingResult,
     WorkloadLike,
@@ -163,6 +170,19 @@ def _serial(workload: WorkloadLike) -> bool:
     return workload.parallelism.workers == 1 and workload.parallelism.mode == "sync"
 
 
+#: How Sample Factory's PPO update departs from the canonical one, as its parity probe measured them
+#: (``rlcompare parity --adapters sample-factory``; sample_factory/algo/learning/learner.py).
+PPO_DEPARTURES = (
+    entry("defaults.truncation_bootstrap", True, Fidelity.APPROXIMATE, "value_bootstrap", False,
+          "a truncated episode is cut like a terminated one; value_bootstrap=True would add gamma * V(s_t) of the "
+          "observation before the last step, not of the final one"),
+    entry("defaults.last_value", "stored by the collecting policy", Fidelity.APPROXIMATE, "Learner._prepare_batch",
+          "recomputed by the updated network", "the same network in sync mode; differs under policy lag"),
+    entry("defaults.ratio_clip_low", "1 - clip_range", Fidelity.APPROXIMATE, "ppo_clip_ratio", "1 / (1 + clip_range)",
+          "the ratio is clipped to [1/(1+eps), 1+eps] (and clamped to [0.05, 20])"),
+)
+
+
 class SampleFactoryAdapter(Adapter):
     id = "sample-factory"
     framework = "sample-factory"
@@ -216,6 +236,7 @@ class SampleFactoryAdapter(Adapter):
                              "linear heads; orthogonal init with gain 1 (SB3: sqrt 2, 0.01 on the policy head)"))
         entries.append(entry("network.activation", net.activation, Fidelity.EXACT, "nonlinearity", net.activation))
         entries.extend(self._parallelism_fidelity(workload))
+        entries.extend(PPO_DEPARTURES)
         return kwargs, entries
 
     def _parallelism_config(self, workload: WorkloadLike) -> dict[str, Any]:
@@ -270,18 +291,61 @@ class SampleFactoryAdapter(Adapter):
             run.build()
             context.start_training()
 
+            schedule = LearnerSchedule(context)
+
             def on_learner_steps(framework_steps: int) -> bool:
+                schedule.observe(framework_steps, run.learner_train_steps())
                 run.remember_model()
                 if run.policy_ready:
                     context.checkpoint(run.policy_fn(context.deterministic), framework_steps)
                 return context.budget_reached
 
             run.train(on_learner_steps)
+            # optimizer steps the learner made after its last report (async: while the run stopped)
+            schedule.observe(run.env_steps, run.learner_train_steps())
         finally:
             context.stop_training()
             run.close()
         return TrainingResult(policy=run.policy_fn(context.deterministic), framework_env_steps=run.env_steps,
                               native_config=run.native)
+
+    # -- parity ------------------------------------------------------------------------------------
+
+    def parity_update(self, probe: ParityProbe) -> ParityOutcome:
+        """Sample Factory's own ``Learner`` on the probe (:mod:`rlcompare_sample_factory.parity`)."""
+        if probe.family != "PPO":
+            return ParityOutcome.unverifiable(f"Sample Factory has no {probe.family} update (APPO only)")
+        from rlcompare_sample_factory.parity import ppo_update
+
+        return ppo_update(self, probe)
+
+
+class LearnerSchedule:
+    """Traces the learner's schedule from the runner's process (``context.trace``).
+
+    Every report of the learner's env-step count (``LEARNER_ENV_STEPS``, which ``LearnerWorker``
+    sends after each ``Learner.train`` call on one batch) that shows more env steps is one
+    ``update``. Before it, one ``gradient_step`` per optimizer step the learner made since the last
+    report: ``Learner.train_step`` as the learner publishes it after every optimizer step in the
+    policy-version tensor (``buffer_mgr.policy_versions``, shared memory in multiprocess mode; the
+    inference workers read it to reload weights). In serial mode both are read right after the
+    learner's step; in multiprocess mode when the runner's process handles the report, so a few
+    steps of the next batch may already be counted, and the steps are traced against the
+    harness's env-step count at that moment.
+    """
+
+    def __init__(self, context: TrainingContext) -> None:
+        self.context = context
+        self.env_steps = 0
+        self.train_steps = 0
+
+    def observe(self, env_steps: int, train_steps: int) -> None:
+        for _ in range(train_steps - self.train_steps):
+            self.context.trace("gradient_step")
+        self.train_steps = max(self.train_steps, train_steps)
+        if env_steps > self.env_steps:
+            self.context.trace("update")
+            self.env_steps = env_steps
 
 
 @hookimpl
@@ -363,20 +427,27 @@ class SampleFactoryRun:
                 args.append(str(value))
         return args
 
-    def build(self) -> None:
-        """Register the env, parse the configuration and initialise the runner (no training yet)."""
+    def configure(self) -> Any:
+        """Register the env and parse the configuration, as Sample Factory's command line would
+        (``sample_factory/cfg/arguments.py``); returns the parsed configuration. The parity probe
+        builds its learner from this configuration, without a runner."""
         from sample_factory.algo.utils.context import reset_global_context
-        from sample_factory.algo.utils.misc import ExperimentStatus
         from sample_factory.cfg.arguments import parse_full_cfg, parse_sf_args
         from sample_factory.envs.env_utils import register_env
-        from sample_factory.train import make_runner
 
         reset_global_context()
         register_env(self.env_name, HarnessEnvs(self.factories, self.seed * len(self.factories)))
         argv = self.argv()
         parser, _ = parse_sf_args(argv=argv, evaluation=False)
         self.cfg = parse_full_cfg(parser, argv)
-        self.cfg, self.runner = make_runner(self.cfg)
+        return self.cfg
+
+    def build(self) -> None:
+        """Register the env, parse the configuration and initialise the runner (no training yet)."""
+        from sample_factory.algo.utils.misc import ExperimentStatus
+        from sample_factory.train import make_runner
+
+        self.cfg, self.runner = make_runner(self.configure())
         status = self.runner.init()
         if status != ExperimentStatus.SUCCESS:
             raise RuntimeError(f"Sample Factory refused the configuration (status {status}); see the run log")
@@ -408,6 +479,11 @@ class SampleFactoryRun:
         self.env_steps = int(self.runner.env_steps.get(0, self.env_steps))
         if status != ExperimentStatus.SUCCESS:
             raise RuntimeError(f"Sample Factory training ended with status {status}; see the run log")
+
+    def learner_train_steps(self) -> int:
+        """The learner's optimizer steps so far (``Learner.train_step``), as the learner publishes
+        them after each step in the policy-version tensor its inference workers read."""
+        return int(self.runner.buffer_mgr.policy_versions[0])
 
     def _receive_weights(self) -> None:
         """Subscribe the runner's process to the learner's shared-memory weights, as an inference

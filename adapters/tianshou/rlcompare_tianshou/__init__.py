@@ -11,7 +11,10 @@ AsyncCollector fails on its first collect with every policy used here (it indexe
 The harness hooks in through the trainer's ``training_fn``, which Tianshou calls before every collect
 step: it updates DQN's epsilon schedule and calls ``context.checkpoint``. The same builder serves
 the un-instrumented baseline of ``benchmarks/overhead.py`` (``benchmarks/baselines.py``), so both
-train the identical configuration.
+train the identical configuration; ``train()`` alone adds the schedule trace (:func:`trace_schedule`).
+
+Parity probes (:meth:`TianshouAdapter.parity_update`) run Tianshou's own buffer, targets and update
+on rlcompare's fixed problems, one module per family (:mod:`rlcompare_tianshou.parity`).
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from rlcompare.adapter import (
     Fidelity,
     FidelityEntry,
     Judge,
+    ParityOutcome,
+    ParityProbe,
     Setting,
     TrainingResult,
     WorkloadLike,
@@ -52,6 +57,9 @@ ACTIVATIONS = {"tanh": "Tanh", "relu": "ReLU"}
 ON_POLICY_OPTIM_EPS = 1e-5
 #: DQN's TD loss: Huber with delta 1 as in the Nature DQN paper and SB3 (Tianshou's default is MSE).
 DQN_HUBER_DELTA = 1.0
+#: Where each family's parity probe is answered (``module:function``).
+PARITY_UPDATES = {"PPO": "rlcompare_tianshou.parity:ppo_update", "A2C": "rlcompare_tianshou.parity:a2c_update",
+                  "DQN": "rlcompare_tianshou.parity_dqn:dqn_update", "SAC": "rlcompare_tianshou.parity_sac:sac_update"}
 
 
 # -------------------------------------------------------------------------------------------------
@@ -200,6 +208,17 @@ SETTINGS: dict[str, list[Setting]] = {
 }
 
 
+#: How Tianshou's SAC update departs from the canonical one, as its parity probe measured them
+#: (``rlcompare parity --adapters tianshou``; tianshou/algorithm/modelfree/ddpg.py and sac.py).
+SAC_DEPARTURES = (
+    entry("defaults.critic_loss_scale", 0.5, Fidelity.APPROXIMATE, "_minimize_critic_squared_loss", 1.0,
+          "each critic's loss is mean((Q_i - y)^2) with its own optimizer, without the factor 1/2: its "
+          "gradient is twice the canonical one (Adam's step barely changes)"),
+    entry("defaults.squash_correction_eps", 1e-6, Fidelity.APPROXIMATE, "correct_log_prob_gaussian_tanh",
+          1.1920928955078125e-07, "the tanh correction adds np.finfo(np.float32).eps, not 1e-6"),
+)
+
+
 # -------------------------------------------------------------------------------------------------
 # the adapter
 # -------------------------------------------------------------------------------------------------
@@ -262,13 +281,31 @@ class TianshouAdapter(Adapter):
         return config, entries
 
     def fidelity(self, workload: WorkloadLike) -> list[FidelityEntry]:
-        return self.native_config(workload)[1]
+        entries = self.native_config(workload)[1]
+        return [*entries, *SAC_DEPARTURES] if workload.algorithm == "SAC" else entries
 
     # -- training ----------------------------------------------------------------------------------
 
     def train(self, workload: WorkloadLike, context: TrainingContext) -> TrainingResult:
         config, _ = self.native_config(workload)
-        return train_with_setup(build(workload, config, context.env_factories(), context.seed), context)
+        setup = build(workload, config, context.env_factories(), context.seed)
+        trace_schedule(setup, context)
+        return train_with_setup(setup, context)
+
+    # -- parity ------------------------------------------------------------------------------------
+
+    def parity_update(self, probe: ParityProbe) -> ParityOutcome:
+        """Tianshou's own buffer, targets and ``update`` on the probe (:mod:`rlcompare_tianshou.parity`)."""
+        import importlib
+
+        module, _, function = PARITY_UPDATES.get(probe.family, ":").partition(":")
+        try:
+            update = getattr(importlib.import_module(module), function, None) if module else None
+        except ModuleNotFoundError:
+            update = None
+        if update is None:
+            return ParityOutcome.unverifiable(f"no {probe.family} probe is implemented for Tianshou")
+        return update(self, probe)
 
 
 @hookimpl
@@ -470,6 +507,60 @@ def build(workload: WorkloadLike, config: dict[str, dict[str, Any]], env_fns: Se
         "collector_exploration_noise": exploration_noise,
     }
     return TianshouSetup(workload, algorithm, collector, trainer_params, prefill, epsilon, native)
+
+
+def trace_schedule(setup: TianshouSetup, context: TrainingContext) -> None:
+    """Report the schedule Tianshou follows to ``context.trace``, by wrapping the built objects' own
+    methods (a function call and a few integer operations per event):
+
+    - ``gradient_step``: the step of ``Algorithm.Optimizer`` of the main loss (A2C/PPO: ``optim``,
+      actor and critic together; DQN: ``optim``; SAC: ``critic_optim``, the first critic's);
+    - ``target_sync``: ``_update_lagged_network_weights`` (DQN: the full copy, which
+      ``_periodically_update_lagged_network_weights`` calls every ``target_update_freq`` updates
+      counted from the first; SAC: the Polyak step after every gradient step);
+    - ``exploration``: DQN's ``policy.set_eps_training``, which the trainer's ``training_fn`` calls
+      before every collect, with the epsilon set (and the initial one when training starts);
+    - ``update``: the first ``Algorithm.update`` after a collect (on-policy Tianshou calls it once per
+      rollout; off-policy once per gradient step, all of them after the same collect).
+    """
+    algorithm, collector, trace = setup.algorithm, setup.collector, context.trace
+    main = algorithm.critic_optim if setup.workload.algorithm == "SAC" else algorithm.optim
+    optimizer_step = main.step
+
+    def traced_step(*args: Any, **kwargs: Any) -> Any:
+        result = optimizer_step(*args, **kwargs)
+        trace("gradient_step")
+        return result
+
+    main.step = traced_step
+    update = algorithm.update
+    last_collect = [-1]
+
+    def traced_update(*args: Any, **kwargs: Any) -> Any:
+        if collector.collect_step != last_collect[0]:
+            last_collect[0] = collector.collect_step
+            trace("update")
+        return update(*args, **kwargs)
+
+    algorithm.update = traced_update
+    if hasattr(algorithm, "_lagged_networks"):
+        sync = algorithm._update_lagged_network_weights
+
+        def traced_sync() -> None:
+            sync()
+            trace("target_sync")
+
+        algorithm._update_lagged_network_weights = traced_sync
+    if setup.epsilon is not None:
+        policy = algorithm.policy
+        set_eps = policy.set_eps_training
+
+        def traced_set_eps(eps: float) -> None:
+            set_eps(eps)
+            trace("exploration", value=float(eps))
+
+        policy.set_eps_training = traced_set_eps
+        trace("exploration", value=float(policy.eps_training))
 
 
 def _plain(value: Any) -> Any:

@@ -30,6 +30,8 @@ from rlcompare.adapter import (
     Fidelity,
     FidelityEntry,
     IncompatibleError,
+    ParityOutcome,
+    ParityProbe,
     Setting,
     TrainingResult,
     WorkloadLike,
@@ -50,6 +52,9 @@ ACTION_SPACES = {"PPO": frozenset({"discrete", "continuous"}), "A2C": frozenset(
 ACTIVATIONS = {"tanh": "Tanh", "relu": "ReLU"}
 #: Native-name prefixes that name a component built from keyword arguments.
 COMPONENTS = ("collector", "loss", "optim", "GAE", "replay_buffer", "EGreedyModule", "SoftUpdate")
+#: Where each family's parity probe is answered (``module:function``).
+PARITY_UPDATES = {"PPO": "rlcompare_torchrl.parity:ppo_update", "A2C": "rlcompare_torchrl.parity_a2c:a2c_update",
+                  "DQN": "rlcompare_torchrl.parity_dqn:dqn_update", "SAC": "rlcompare_torchrl.parity_sac:sac_update"}
 #: Adam/RMSprop epsilon of the on-policy optimizers: SB3's and CleanRL's (TorchRL's own PPO scripts use it too).
 ON_POLICY_OPTIM_EPS = 1e-5
 
@@ -178,6 +183,28 @@ SETTINGS: dict[str, list[Setting]] = {
 }
 
 
+#: How TorchRL's SAC update departs from the canonical one, as its parity probe measured them
+#: (``rlcompare parity --adapters torchrl``; torchrl/objectives/sac.py, torchrl/modules/distributions,
+#: tensordict/nn/distributions). Six at once: the judge tries declared departures together.
+SAC_DEPARTURES = (
+    entry("defaults.critic_action_space", "[-1, 1]", Fidelity.APPROXIMATE, "TanhNormal(low, high)", "env bounds",
+          "the actor's TanhNormal spans the env's bounds, so the replay buffer and the critics hold env-scaled "
+          "actions"),
+    entry("defaults.log_prob_space", "[-1, 1]", Fidelity.APPROXIMATE, "TanhNormal(low, high)", "env bounds",
+          "log pi carries the affine map's log-det, sum(log((high - low) / 2))"),
+    entry("defaults.squash_correction_eps", 1e-6, Fidelity.APPROXIMATE, "TanhTransform.log_abs_det_jacobian", 0.0,
+          "the exact tanh correction, no 1e-6"),
+    entry("defaults.actor_scale_mapping", "exp(clamp(log_std, -20, 2))", Fidelity.APPROXIMATE,
+          "NormalParamExtractor.scale_mapping", "biased_softplus_1.0",
+          "scale = softplus(x + b) + 0.01 with softplus(b) = 0.99, clamped at 1e-4"),
+    entry("defaults.critic_loss_scale", 0.5, Fidelity.APPROXIMATE, "SACLoss(loss_function='l2')", 1.0,
+          "the plain l2 loss summed over the two critics, without the factor 1/2"),
+    entry("defaults.actor_critic_order", "critics stepped first", Fidelity.APPROXIMATE, "SACLoss.forward",
+          "critics before their step", "actor, critic and alpha losses from one forward and one optimizer step: "
+          "the actor's loss sees the critics before their step"),
+)
+
+
 # -------------------------------------------------------------------------------------------------
 # the adapter
 # -------------------------------------------------------------------------------------------------
@@ -264,13 +291,70 @@ class TorchRLAdapter(Adapter):
         return config, entries
 
     def fidelity(self, workload: WorkloadLike) -> list[FidelityEntry]:
-        return self.native_config(workload)[1]
+        entries = self.native_config(workload)[1]
+        return [*entries, *SAC_DEPARTURES] if workload.algorithm == "SAC" else entries
 
     # -- training ----------------------------------------------------------------------------------
 
     def train(self, workload: WorkloadLike, context: TrainingContext) -> TrainingResult:
         config, _ = self.native_config(workload)
-        return train_with_setup(build(workload, config, context.env_factories(), context.seed), context)
+        setup = build(workload, config, context.env_factories(), context.seed)
+        trace_schedule(setup, context.trace)
+        return train_with_setup(setup, context)
+
+    # -- parity ------------------------------------------------------------------------------------
+
+    def parity_update(self, probe: ParityProbe) -> ParityOutcome:
+        """TorchRL's own GAE, losses and optimizer step on the probe (one module per family,
+        :mod:`rlcompare_torchrl.parity`)."""
+        import importlib
+
+        module, _, function = PARITY_UPDATES.get(probe.family, ":").partition(":")
+        try:
+            update = getattr(importlib.import_module(module), function) if module else None
+        except ModuleNotFoundError as error:
+            if error.name != module:
+                raise  # the probe's module exists and needs something missing: a failure, not a gap
+            update = None
+        if update is None:
+            return ParityOutcome.unverifiable(f"no {probe.family} probe is implemented for TorchRL")
+        return update(self, probe)
+
+
+def trace_schedule(setup: TorchRLSetup, trace: Callable[..., None]) -> None:
+    """Trace the schedule ``setup`` follows (:mod:`rlcompare.harness.schedule`) by wrapping its
+    optimizer's ``step`` (``gradient_step``; SAC's one grouped step of actor, critics and alpha), its
+    target updater's ``step`` (``target_sync``: DQN's hard copy, SAC's Polyak step) and DQN's
+    ``EGreedyModule.step`` (``exploration``, the epsilon now in force); ``update`` comes from the
+    setup's ``on_update`` after each rollout's epochs or each batch's gradient steps. Each wrapper adds
+    one call to ``trace``: a few integer updates."""
+    optimizer_step = setup.optimizer.step
+
+    def traced_optimizer_step(*args: Any, **kwargs: Any) -> Any:
+        result = optimizer_step(*args, **kwargs)
+        trace("gradient_step")
+        return result
+
+    setup.optimizer.step = traced_optimizer_step
+    updater = setup.extras.get("target_updater")
+    if updater is not None:
+        updater_step = updater.step
+
+        def traced_target_step() -> None:
+            updater_step()
+            trace("target_sync")
+
+        updater.step = traced_target_step
+    greedy = setup.extras.get("greedy")
+    if greedy is not None:
+        greedy_step = greedy.step
+
+        def traced_greedy_step(frames: int = 1) -> None:
+            greedy_step(frames)
+            trace("exploration", value=float(greedy.eps))
+
+        greedy.step = traced_greedy_step
+    setup.on_update = lambda: trace("update")
 
 
 @hookimpl
@@ -398,6 +482,8 @@ class TorchRLSetup:
     parameters: list[Any]
     extras: dict[str, Any]
     native: dict[str, Any] = field(default_factory=dict)
+    #: Called after each update (a rollout's epochs, or a batch's gradient steps); the adapter traces it.
+    on_update: Callable[[], None] | None = None
 
     @property
     def env_steps(self) -> int:
@@ -423,26 +509,42 @@ class TorchRLSetup:
         self.optimizer.step()
 
     def _run_on_policy(self, after_batch: Callable[[int], None] | None) -> None:
-        import torch
-
-        hp = self.workload.hyperparameters
-        advantage = self.extras["advantage"]
-        buffer = self.extras.get("buffer")
-        epochs = self.config["schedule"].get("epochs", 1)
         for data in self.collector:
-            with torch.no_grad():
-                data = advantage(data)
-            flat = data.reshape(-1)
-            if buffer is None:  # A2C: one full-batch gradient step
-                self._step(_total(self.loss(flat)), hp.max_grad_norm)
-            else:
-                buffer.empty()
-                buffer.extend(flat)
-                for _ in range(epochs * (len(flat) // buffer.batch_size)):  # drop_last: whole minibatches
-                    self._step(_total(self.loss(buffer.sample())), hp.max_grad_norm)
+            self.update_on_policy(data)
             self.collector.update_policy_weights_()
             if after_batch is not None:
                 after_batch(self.env_steps)
+
+    def update_on_policy(self, data: Any) -> None:
+        """One rollout's update: GAE over the rollout (the critic as it collected), then the epochs."""
+        import torch
+
+        with torch.no_grad():
+            data = self.extras["advantage"](data)
+        self.learn_on_policy(data)
+
+    def learn_on_policy(self, data: Any) -> None:
+        """The gradient steps on a rollout whose advantages and value targets are in ``data``: A2C one
+        full-batch step, PPO ``epochs`` passes of minibatches (without replacement, whole minibatches)."""
+        max_grad_norm = self.workload.hyperparameters.max_grad_norm  # type: ignore[union-attr]
+        buffer = self.extras.get("buffer")
+        flat = data.reshape(-1)
+        if buffer is None:  # A2C: one full-batch gradient step
+            self._step(_total(self.loss(flat)), max_grad_norm)
+        else:
+            buffer.empty()
+            buffer.extend(flat)
+            epochs = self.config["schedule"].get("epochs", 1)
+            for _ in range(epochs * (len(flat) // buffer.batch_size)):  # drop_last: whole minibatches
+                self._step(_total(self.loss(buffer.sample())), max_grad_norm)
+        if self.on_update is not None:
+            self.on_update()
+
+    def gradient_step(self, batch: Any) -> None:
+        """One off-policy gradient step on ``batch`` (a replay minibatch); SAC's Polyak update follows it."""
+        self._step(_total(self.loss(batch)), getattr(self.workload.hyperparameters, "max_grad_norm", None))
+        if self.config["schedule"].get("target_update_interval") is None:
+            self.extras["target_updater"].step()  # SAC: Polyak after every gradient step
 
     def _run_off_policy(self, after_batch: Callable[[int], None] | None) -> None:
         hp = self.workload.hyperparameters
@@ -453,7 +555,6 @@ class TorchRLSetup:
         learning_starts = self.config["collector"].get("init_random_frames", 0)
         train_every = schedule["train_every"]
         sync_interval = schedule.get("target_update_interval")
-        max_grad_norm = getattr(hp, "max_grad_norm", None)
         steps = periods_done = 0
         for data in self.collector:
             frames = data.numel()
@@ -466,10 +567,11 @@ class TorchRLSetup:
             periods = steps // train_every
             if steps >= learning_starts:
                 # gradient_steps for every train_every env steps received (several per batch in async mode)
-                for _ in range((periods - periods_done) * hp.gradient_steps):
-                    self._step(_total(self.loss(buffer.sample())), max_grad_norm)
-                    if sync_interval is None:
-                        target_updater.step()  # SAC: Polyak after every gradient step
+                count = (periods - periods_done) * hp.gradient_steps  # type: ignore[union-attr]
+                for _ in range(count):
+                    self.gradient_step(buffer.sample())
+                if count and self.on_update is not None:
+                    self.on_update()
             periods_done = periods
             self.collector.update_policy_weights_()
             if after_batch is not None:
@@ -510,51 +612,62 @@ def _total(losses: Any) -> Any:
 def build(workload: WorkloadLike, config: dict[str, dict[str, Any]], env_fns: Sequence[Callable[[], Any]],
           seed: int) -> TorchRLSetup:
     """Build environments, networks, loss, optimizer, replay buffer and collector for ``workload``."""
-    import gymnasium
-    import numpy as np
-    import torch
     from torchrl.collectors import Collector, MultiAsyncCollector, MultiSyncCollector
 
-    from rlcompare.adapter import make_env
-
-    torch.manual_seed(seed)
-    np.random.seed(seed)
+    setup = build_learner(workload, config, seed)
     par = workload.parallelism
-    probe = make_env(workload.env, workload.env_kwargs)
-    observation_space, action_space = probe.observation_space, probe.action_space
-    probe.close()
-    continuous = isinstance(action_space, gymnasium.spaces.Box)
-    clip = continuous and workload.algorithm in ON_POLICY
     fns = list(env_fns)
-    worker_makers = [WorkerEnvMaker(GymMaker(tuple(fns[w * par.envs_per_worker:(w + 1) * par.envs_per_worker]), clip))
+    worker_makers = [WorkerEnvMaker(GymMaker(tuple(fns[w * par.envs_per_worker:(w + 1) * par.envs_per_worker]),
+                                             setup.extras["clip_actions"]))
                      for w in range(par.workers)]
-    spec_env = GymMaker((_Uncounted(workload.env, dict(workload.env_kwargs)),), clip)()
-    action_spec = spec_env.action_spec
-    spec_env.close()
-
-    modules = _build_modules(workload, config, observation_space, action_space, action_spec)
     # plain feed-forward policies need no InitTracker / recurrent-state transforms: opt out of the
     # automatic registration explicitly (TorchRL 0.14 warns when the choice is left open)
     collector_kwargs = {**config["collector"], "auto_register_policy_transforms": False}
     envs = config["envs"]
+    collect_policy = setup.extras["collect_policy"]
     if envs["collector"] == "Collector":
-        collector = Collector(worker_makers[0](), modules["collect_policy"], **collector_kwargs)
+        collector = Collector(worker_makers[0](), collect_policy, **collector_kwargs)
     else:
         if envs["collector"] == "MultiSyncCollector":
             collector_class: Any = MultiSyncCollector
             collector_kwargs["cat_results"] = "stack"
         else:  # every worker delivers frames_per_batch on its own: the configured batch is one worker's share
             collector_class = MultiAsyncCollector
-        collector = collector_class(worker_makers, modules["collect_policy"], num_sub_threads=envs["num_sub_threads"],
+        collector = collector_class(worker_makers, collect_policy, num_sub_threads=envs["num_sub_threads"],
                                     **collector_kwargs)
     collector.set_seed(seed)
-    native = {
+    setup.collector = collector
+    setup.native = {
         "loss": {key: _plain(value) for key, value in config["loss"].items()},
         "collector": {"class": envs["collector"], **{k: _plain(v) for k, v in collector_kwargs.items()}},
         **{key: _plain(value) for key, value in config.items() if key not in ("loss", "collector")},
     }
-    return TorchRLSetup(workload, config, collector, modules["actor"], modules["loss"], modules["optimizer"],
-                        modules["parameters"], modules["extras"], native)
+    return setup
+
+
+def build_learner(workload: WorkloadLike, config: dict[str, dict[str, Any]], seed: int) -> TorchRLSetup:
+    """The learning side of :func:`build` (networks, loss, optimizer, replay buffer, GAE, target updater),
+    without environments or collector: ``collector`` is ``None`` until :func:`build` attaches one. The
+    parity probes build this (:mod:`rlcompare_torchrl.parity`)."""
+    import gymnasium
+    import numpy as np
+    import torch
+
+    from rlcompare.adapter import make_env
+
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    probe = make_env(workload.env, workload.env_kwargs)
+    observation_space, action_space = probe.observation_space, probe.action_space
+    probe.close()
+    clip = isinstance(action_space, gymnasium.spaces.Box) and workload.algorithm in ON_POLICY
+    spec_env = GymMaker((_Uncounted(workload.env, dict(workload.env_kwargs)),), clip)()
+    action_spec = spec_env.action_spec
+    spec_env.close()
+    modules = _build_modules(workload, config, observation_space, action_space, action_spec)
+    extras = {**modules["extras"], "collect_policy": modules["collect_policy"], "clip_actions": clip}
+    return TorchRLSetup(workload, config, None, modules["actor"], modules["loss"], modules["optimizer"],
+                        modules["parameters"], extras)
 
 
 @dataclass(frozen=True)
