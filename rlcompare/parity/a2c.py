@@ -59,7 +59,7 @@ A2C_HYPERPARAMETERS = {
 
 #: Variants about one optimizer, left out of the probes that use the other.
 _RMSPROP_ONLY = frozenset({"rmsprop_tf_like", "rmsprop_eps_inside_sqrt", "rmsprop_eps_1e-8", "optimizer_adam"})
-_ADAM_ONLY = frozenset({"adam_eps_1e-8", "optimizer_rmsprop"})
+_ADAM_ONLY = frozenset({"optimizer_rmsprop"})
 
 
 class A2CReference(ReferenceUpdate):
@@ -90,12 +90,17 @@ class A2CReference(ReferenceUpdate):
                 "defaults.truncation_bootstrap", True, False),
         Variant("no_entropy_bonus", "the entropy bonus is left out although entropy_coef is set",
                 "hyperparameters.entropy_coef", "applied", "ignored"),
+        Variant("value_coef_ignored", "the value loss is added with weight 1 whatever value_coef (skrl)",
+                "hyperparameters.value_coef", "value_coef", 1.0),
     )}
     exclusive: ClassVar[tuple[frozenset[str], ...]] = (
         frozenset({"no_grad_clip", "grad_clip_per_network"}),
         *(frozenset(pair) for pair in itertools.combinations(
             ("rmsprop_tf_like", "rmsprop_eps_inside_sqrt", "rmsprop_eps_1e-8", "optimizer_adam"), 2)),
         frozenset({"adam_eps_1e-8", "optimizer_rmsprop"}),
+        # Adam's epsilon means nothing beside an RMSprop variant (on the RMSprop probe it needs optimizer_adam)
+        *(frozenset({"adam_eps_1e-8", name}) for name in ("rmsprop_tf_like", "rmsprop_eps_inside_sqrt",
+                                                          "rmsprop_eps_1e-8")),
         frozenset({"half_value_loss", "huber_value_loss"}),
     )
 
@@ -201,7 +206,8 @@ class A2CReference(ReferenceUpdate):
             value_loss = 0.5 * value_loss
         entropy_loss = -entropy.mean()
         entropy_coef = 0.0 if "no_entropy_bonus" in variants else hp["entropy_coef"]
-        loss = policy_loss + entropy_coef * entropy_loss + hp["value_coef"] * value_loss
+        value_coef = 1.0 if "value_coef_ignored" in variants else hp["value_coef"]
+        loss = policy_loss + entropy_coef * entropy_loss + value_coef * value_loss
 
         names = sorted(params)
         grads = dict(zip(names, torch.autograd.grad(loss, [params[name] for name in names]), strict=True))

@@ -86,8 +86,9 @@ class ReferenceUpdate(ABC):
 
 def declared_variants(reference: ReferenceUpdate, entries: Iterable[Any]) -> frozenset[str]:
     """The variants an adapter's fidelity report declares: for each entry that is not ``exact``, the
-    variant of the same setting (the one whose framework value is the entry's native value, where
-    the setting has several). The judge tries them together before it searches."""
+    variant of the same setting (where the setting has several: the one whose framework value is the
+    entry's native value, else the one whose canonical value is the entry's value). The judge tries
+    them together before it searches."""
     by_setting: dict[str, list[Variant]] = {}
     for variant in reference.variants.values():
         by_setting.setdefault(variant.setting, []).append(variant)
@@ -97,8 +98,9 @@ def declared_variants(reference: ReferenceUpdate, entries: Iterable[Any]) -> fro
         if str(data.get("status")) == "exact":
             continue
         candidates = by_setting.get(str(data.get("setting")), [])
-        if len(candidates) > 1:
-            candidates = [v for v in candidates if _same_value(v.framework, data.get("native_value"))]
+        if len(candidates) > 1:  # the one the native value names, else the one departing from the entry's value
+            named = [v for v in candidates if _same_value(v.framework, data.get("native_value"))]
+            candidates = named or [v for v in candidates if _same_value(v.canonical, data.get("value"))]
         if len(candidates) == 1:
             chosen.add(candidates[0].name)
     return frozenset(chosen)

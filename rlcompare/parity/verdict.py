@@ -149,7 +149,8 @@ def judge(reference: ReferenceUpdate, case: ProbeCase, probe: ParityProbe, outco
           declared: frozenset[str] = frozenset()) -> ParityVerdict:
     """The verdict on ``outcome``: compared with the canonical update; if it differs, with the
     reference under the variants the adapter's fidelity report ``declared`` (all of them at once:
-    a framework may depart in more ways than a search can combine), then under every variant set of
+    a framework may depart in more ways than a search can combine; of a matching set, the variants
+    the probe cannot see are dropped), then under every variant set of
     one, then two, then three variants. Among the matching sets of the smallest size, the one with
     the smallest error (relative to tolerance) is reported, the others are alternatives."""
     base: dict[str, Any] = {"adapter": adapter, "family": reference.family, "case": case.name,
@@ -165,7 +166,10 @@ def judge(reference: ReferenceUpdate, case: ProbeCase, probe: ParityProbe, outco
     if all(check.ok for check in checks):
         return ParityVerdict(status=VERIFIED, checks=checks, **base)
     usable = frozenset(name for name in declared if name in reference.variants and name not in case.excluded)
-    if usable and all(check.ok for check in compare(outcome, reference.expected(probe, usable), probe)):
+    if usable and _matches(reference, probe, outcome, usable):
+        for name in sorted(usable):  # keep only what this probe shows: a declared variant it cannot see is not proven
+            if len(usable) > 1 and _matches(reference, probe, outcome, usable - {name}):
+                usable = usable - {name}
         return ParityVerdict(status=DIFFERS, variant=tuple(sorted(usable)), checks=checks, **base)
     matches: list[tuple[float, tuple[str, ...]]] = []
     for variants in reference.variant_sets(case):
@@ -178,3 +182,7 @@ def judge(reference: ReferenceUpdate, case: ProbeCase, probe: ParityProbe, outco
         ranked = [variant for _, variant in sorted(matches)]
         return ParityVerdict(status=DIFFERS, variant=ranked[0], alternatives=tuple(ranked[1:]), checks=checks, **base)
     return ParityVerdict(status=DIFFERS, checks=checks, reason="no known variant explains the difference", **base)
+
+
+def _matches(reference: ReferenceUpdate, probe: ParityProbe, outcome: ParityOutcome, variants: frozenset[str]) -> bool:
+    return all(check.ok for check in compare(outcome, reference.expected(probe, variants), probe))

@@ -127,8 +127,21 @@ class LeakyProcesses(Stepper):
         return super().train(workload, context)
 
 
+class SkewedUpdate(Stepper):
+    id = "skewedupdate"
+    summary = "answers the A2C parity probe with an update whose value loss weighs three times its value_coef"
+
+    def parity_update(self, probe: Any) -> Any:
+        import dataclasses
+
+        from rlcompare.parity.a2c import A2CReference
+
+        hyperparameters = {**probe.hyperparameters, "value_coef": 3 * probe.hyperparameters["value_coef"]}
+        return A2CReference().expected(dataclasses.replace(probe, hyperparameters=hyperparameters))
+
+
 ADAPTERS = (Stepper, UnregisteredFramework, EagerDeclarations, PartialFidelity, Overshoot, NoCheckpoints,
-            SqueezedActions, LeakyProcesses)
+            SqueezedActions, LeakyProcesses, SkewedUpdate)
 
 
 

@@ -20,6 +20,11 @@ step: after every update period (a rollout for PPO/A2C, ``update_interval`` for 
 ``context.checkpoint`` runs there with skrl's own step count (timestep x number of envs).
 The same builder serves the un-instrumented baseline of ``benchmarks/overhead.py``
 (``benchmarks/baselines.py``).
+
+Schedule: ``train()`` wraps the main optimizer's ``step`` (``gradient_step``), the agent's ``update``
+(``update``), the target network's ``update_parameters`` (``target_sync``) and DQN's exploration
+scheduler (``exploration``) to trace them (:func:`trace_schedule`). Parity probes are answered by
+skrl's own memory and ``update`` on the adapter's own build (:mod:`rlcompare_skrl.parity`).
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ from rlcompare.adapter import (
     Fidelity,
     FidelityEntry,
     Judge,
+    ParityOutcome,
+    ParityProbe,
     Setting,
     TrainingResult,
     WorkloadLike,
@@ -55,6 +62,9 @@ ON_POLICY = ("PPO", "A2C")
 ACTION_SPACES = {"PPO": frozenset({"discrete", "continuous"}), "A2C": frozenset({"discrete", "continuous"}),
                  "DQN": frozenset({"discrete"}), "SAC": frozenset({"continuous"})}
 ACTIVATIONS = {"tanh": "Tanh", "relu": "ReLU"}
+#: Where each family's parity probe is answered (``module:function``).
+PARITY_UPDATES = {"PPO": "rlcompare_skrl.parity:ppo_update", "A2C": "rlcompare_skrl.parity_a2c:a2c_update",
+                  "DQN": "rlcompare_skrl.parity_dqn:dqn_update", "SAC": "rlcompare_skrl.parity_sac:sac_update"}
 
 
 # -------------------------------------------------------------------------------------------------
@@ -166,7 +176,8 @@ _OFF_POLICY_COMMON = [
     Setting("buffer_size", "memory.memory_size", convert=_one_memory_size,
             judge=_whole_vector_steps("RandomMemory rows of one transition per env")),
     Setting("learning_starts", "learning_starts", convert=_per_vector_step,
-            judge=_whole_vector_steps("also random_timesteps: uniform random actions until then")),
+            judge=_whole_vector_steps("also random_timesteps: random actions until then (constant under "
+                                                "gymnasium 1.x: defaults.random_actions)")),
     Setting("minibatch_size", "batch_size", note="uniform sampling with replacement, as SB3"),
 ]
 
@@ -212,6 +223,27 @@ SETTINGS: dict[str, list[Setting]] = {
         Setting("entropy_coef", "entropy", convert=_entropy,
                 note="'auto': learned, initial value 1.0 as SB3, target entropy -dim(A)"),
     ],
+}
+
+
+_TORCH_ADAM = entry("defaults.adam_eps", 1e-5, Fidelity.APPROXIMATE, "torch.optim.Adam(eps)", 1e-8,
+                    "skrl builds Adam with torch's default epsilon")
+#: skrl 2.1's Model.random_act under gymnasium 1.x: ``batch_space(space, n).sample()`` on a space
+#: whose generator a deep copy leaves unmoved, so every call returns the same action (measured by the
+#: parity probe's ``random_actions`` default; upstream's fix shows there as a changed default).
+_CONSTANT_RANDOM_ACTIONS = entry(
+    "defaults.random_actions", "uniform", Fidelity.UNSUPPORTED, "Model.random_act", "constant",
+    "skrl's random actions (the random warm-up and epsilon-greedy's random half) are one constant action for "
+    "the whole run: gymnasium.vector.utils.batch_space(space, n).sample() on a deep copy of an unmoved generator")
+#: How skrl's updates depart from the canonical ones, as its parity probes measured them
+#: (``rlcompare parity --adapters skrl``; skrl/agents/torch/*); the settings each family's
+#: SETTINGS judge unsupported (A2C's optimizer, value_coef, normalize_advantage) are declared there.
+DEPARTURES: dict[str, tuple[FidelityEntry, ...]] = {
+    "PPO": (_TORCH_ADAM,),
+    "A2C": (_TORCH_ADAM,),
+    "DQN": (entry("defaults.td_loss", "huber", Fidelity.APPROXIMATE, "F.mse_loss", "mse",
+                  "skrl's DQN.update takes the squared TD error"), _CONSTANT_RANDOM_ACTIONS),
+    "SAC": (_CONSTANT_RANDOM_ACTIONS,),
 }
 
 
@@ -286,18 +318,86 @@ class SkrlAdapter(Adapter):
         return config, entries
 
     def fidelity(self, workload: WorkloadLike) -> list[FidelityEntry]:
-        return self.native_config(workload)[1]
+        return [*self.native_config(workload)[1], *DEPARTURES.get(workload.algorithm, ())]
 
     # -- training ----------------------------------------------------------------------------------
 
     def train(self, workload: WorkloadLike, context: TrainingContext) -> TrainingResult:
         config, _ = self.native_config(workload)
-        return train_with_setup(build(workload, config, context.env_factories(), context.seed), context)
+        setup = build(workload, config, context.env_factories(), context.seed)
+        trace_schedule(setup.agent, workload.algorithm, context)
+        return train_with_setup(setup, context)
+
+    # -- parity ------------------------------------------------------------------------------------
+
+    def parity_update(self, probe: ParityProbe) -> ParityOutcome:
+        """skrl's own memory and ``update`` on the probe (one module per family, :mod:`rlcompare_skrl.parity`)."""
+        import importlib
+
+        module, _, function = PARITY_UPDATES.get(probe.family, ":").partition(":")
+        try:
+            update = getattr(importlib.import_module(module), function) if module else None
+        except ModuleNotFoundError:
+            update = None
+        if update is None:
+            return ParityOutcome.unverifiable(f"no {probe.family} probe is implemented for skrl")
+        return update(self, probe)
 
 
 @hookimpl
 def rlcompare_register_adapters(register: Register) -> None:
     register.add_adapter(SkrlAdapter)
+
+
+def trace_schedule(agent: Any, algorithm: str, context: TrainingContext) -> None:
+    """Trace the schedule from inside skrl: each step of the main optimizer (SAC: the critics') is a
+    gradient step, each call of the agent's ``update`` an update, each ``update_parameters`` of the
+    target network (DQN: the hard copy every ``target_update_interval`` updates; SAC: the Polyak
+    step of ``target_critic_1``, which ``target_critic_2`` takes with it) a target sync, and each new
+    value of DQN's ``exploration_scheduler`` (skrl asks it from ``random_timesteps`` on, before which
+    it acts uniformly at random) an exploration value. A wrapped call costs one Python call."""
+    optimizer = agent.critic_optimizer if algorithm == "SAC" else agent.optimizer
+    step, update = optimizer.step, agent.update
+
+    def traced_step(*args: Any, **kwargs: Any) -> Any:
+        context.trace("gradient_step")
+        return step(*args, **kwargs)
+
+    def traced_update(*args: Any, **kwargs: Any) -> Any:
+        context.trace("update")
+        return update(*args, **kwargs)
+
+    optimizer.step, agent.update = traced_step, traced_update
+    target = {"DQN": "target_q_network", "SAC": "target_critic_1"}.get(algorithm)
+    if target is not None:
+        model = getattr(agent, target)
+        sync = model.update_parameters
+
+        def traced_sync(*args: Any, **kwargs: Any) -> Any:
+            context.trace("target_sync")
+            return sync(*args, **kwargs)
+
+        model.update_parameters = traced_sync
+    scheduler = getattr(agent.cfg, "exploration_scheduler", None)
+    if scheduler is not None:
+        agent.cfg.exploration_scheduler = TracedEpsilon(scheduler, context)
+
+
+class TracedEpsilon:
+    """DQN's ``exploration_scheduler`` that traces each new epsilon skrl asks it for; ``untraced``
+    is the scheduler itself (the harness's evaluation reads it without tracing)."""
+
+    def __init__(self, untraced: Callable[[int, int], float], context: TrainingContext) -> None:
+        self.untraced = untraced
+        self.context = context
+        self.last: float | None = None
+
+    def __call__(self, timestep: int, timesteps: int) -> float:
+        epsilon = self.untraced(timestep, timesteps)
+        if epsilon != self.last:
+            self.last = epsilon
+            self.context.trace("exploration", epsilon)
+        return epsilon
 
 
 def _fixed_choices(algorithm: str) -> tuple[dict[str, Any], str, Fidelity]:
@@ -432,7 +532,8 @@ class SkrlSetup:
                     actions = torch.argmax(model.act(inputs, role="q_network")[0], dim=1)
                     if not deterministic:
                         # epsilon-greedy at the current training epsilon (what SB3's DQN.predict does)
-                        epsilon = agent.cfg.exploration_scheduler(self.timesteps_done, 1)
+                        scheduler = agent.cfg.exploration_scheduler
+                        epsilon = getattr(scheduler, "untraced", scheduler)(self.timesteps_done, 1)
                         explore = torch.rand(actions.shape[0]) < epsilon
                         actions[explore] = torch.randint(int(space.n), (int(explore.sum()),))
                     return actions.numpy()
