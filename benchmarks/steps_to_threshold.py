@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -30,7 +31,7 @@ from rlcompare.parity.schedules import schedule_differences  # noqa: E402
 from rlcompare.plan.matrix import build_plan  # noqa: E402
 from rlcompare.plan.parity import with_parity  # noqa: E402
 from rlcompare.plan.placement import place_runs  # noqa: E402
-from rlcompare.plugins.manager import build_plugin_manager  # noqa: E402
+from rlcompare.plugins.manager import BUILTIN_PLUGINS, build_plugin_manager  # noqa: E402
 from rlcompare.spec.workload import workload_from_dict  # noqa: E402
 from rlcompare.store.sqlite_store import Store  # noqa: E402
 
@@ -51,9 +52,15 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=None, help="evaluation episodes per point")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--store", default=None)
+    parser.add_argument("--plugin", action="append", default=[],
+                        help="a module in benchmarks/ registering more adapters (e.g. ppo_ablation_adapters)")
     args = parser.parse_args()
 
-    plugins = build_plugin_manager()
+    if args.plugin:  # the runs' workers import the plugin's adapters too
+        here = str(Path(__file__).resolve().parent)
+        sys.path.insert(0, here)
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))
+    plugins = build_plugin_manager(builtins=(*BUILTIN_PLUGINS, *args.plugin))
     base = plugins.workloads[args.workload].to_dict()
     evaluation = dict(base["evaluation"])
     if args.interval:

@@ -69,6 +69,20 @@ class MeasurementCache:
             self._save()
         return data[key]
 
+    def lookup(self, key: str) -> tuple[bool, Any]:
+        """(found, value) of ``key``: not found when absent, or when refreshing and not yet measured
+        again in this command."""
+        data = self._load()
+        if key not in data or (self.refresh and key not in self._fresh):
+            return False, None
+        return True, data[key]
+
+    def keep(self, key: str, value: Any) -> None:
+        """Keep ``value`` under ``key`` (measured now)."""
+        self._load()[key] = value
+        self._fresh.add(key)
+        self._save()
+
     def _save(self) -> None:
         if self.path is None:
             return

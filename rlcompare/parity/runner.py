@@ -17,7 +17,6 @@ import json
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,58 +108,99 @@ def interpreter_for(adapter_class: type[Adapter], log: Callable[[str], None] | N
 
 def run_requests(requests: Iterable[ParityRequest], cache: MeasurementCache,
                  log: Callable[[str], None] | None = None) -> list[ParityVerdict]:
-    """The verdict of every request, from the cache where it holds one."""
+    """The verdict of every request, from the cache where it holds one. The others are answered
+    adapter by adapter, all of an adapter's probes in one fresh interpreter (the framework is
+    imported once), and kept unless they failed."""
+    requests = list(requests)
     interpreters: dict[str, Interpreter] = {}
-    verdicts = []
-    for request in requests:
+    probes: dict[tuple[str, str], ParityProbe] = {}  # one probe per (family, case), whoever asks
+    verdicts: list[ParityVerdict | None] = []
+    missing: dict[str, list[tuple[int, ParityRequest, ParityProbe, str]]] = {}
+    for index, request in enumerate(requests):
         if request.adapter_id not in interpreters:
             interpreters[request.adapter_id] = interpreter_for(request.adapter_class, log)
         interpreter = interpreters[request.adapter_id]
-        probe_workload = request.reference.case_workload(request.case)
-        probe = request.reference.build_probe(probe_workload)
+        which = (request.reference.family, request.case.name)
+        if which not in probes:
+            probes[which] = request.reference.build_probe(request.reference.case_workload(request.case))
+        probe = probes[which]
         key = "|".join(["parity", request.adapter_id, _code_digest(request.adapter_class), request.reference.family,
                         request.case.name, probe.digest(), _code_digest(type(request.reference)),
                         "declared " + ",".join(sorted(request.declared)),
                         interpreter.identity, f"protocol {PARITY_PROTOCOL_VERSION}", rlcompare.__version__])
-
-        def answer(request: ParityRequest = request, probe: ParityProbe = probe,
-                   interpreter: Interpreter = interpreter) -> dict:
-            return ask(request, probe, interpreter).to_dict()
-
-        data = cache.get_or_compute(key, answer, what=f"the {request.reference.family} update of {request.adapter_id} "
-                                                      f"on the {request.case.name} probe",
-                                    keep=lambda value: value.get("status") != FAILED)
-        verdicts.append(ParityVerdict.from_dict(data))
-    return verdicts
+        found, data = cache.lookup(key)
+        verdicts.append(ParityVerdict.from_dict(data) if found else None)
+        if not found:
+            missing.setdefault(request.adapter_id, []).append((index, request, probe, key))
+    for adapter_id, pending in missing.items():
+        if log is not None:
+            cases = ", ".join(f"{request.reference.family} {request.case.name}" for _, request, _, _ in pending)
+            where = "" if cache.path is None else f"; kept in {cache.path}"
+            log(f"probing the updates of {adapter_id} ({cases}) in one process (once{where})")
+        answers = ask_many([(request, probe) for _, request, probe, _ in pending], interpreters[adapter_id])
+        for (index, _, _, key), verdict in zip(pending, answers, strict=True):
+            if verdict.status != FAILED:
+                cache.keep(key, verdict.to_dict())
+            verdicts[index] = verdict
+    return [verdict for verdict in verdicts if verdict is not None]
 
 
 def ask(request: ParityRequest, probe: ParityProbe, interpreter: Interpreter) -> ParityVerdict:
     """Run the adapter's ``parity_update`` on ``probe`` in a fresh interpreter and judge the answer."""
-    reference, case = request.reference, request.case
-    name = f"{request.adapter_class.__module__}:{request.adapter_class.__qualname__}"
+    return ask_many([(request, probe)], interpreter)[0]
+
+
+def ask_many(asked: Sequence[tuple[ParityRequest, ParityProbe]], interpreter: Interpreter) -> list[ParityVerdict]:
+    """Run one adapter's ``parity_update`` on each probe, all in one fresh interpreter, and judge each
+    answer. A probe the process never reached (it crashed or ran out of time on an earlier one) is
+    asked again in an interpreter of its own, so that each failure is the probe's own."""
+    if not asked:
+        return []
+    adapter_class = asked[0][0].adapter_class
+    name = f"{adapter_class.__module__}:{adapter_class.__qualname__}"
+    timeout = PROBE_TIMEOUT_SECONDS * len(asked)
     with tempfile.TemporaryDirectory(prefix="rlcompare-parity-") as scratch:
-        probe_path, outcome_path = Path(scratch) / "probe.npz", Path(scratch) / "outcome.npz"
-        probe.save(probe_path)
-        started = time.perf_counter()
+        paths = []
+        for number, (_, probe) in enumerate(asked):
+            probe_path, outcome_path = Path(scratch) / f"probe{number}.npz", Path(scratch) / f"outcome{number}.npz"
+            probe.save(probe_path)
+            paths.append((probe_path, outcome_path))
+        manifest = Path(scratch) / "manifest.json"
+        manifest.write_text(json.dumps([[str(a), str(b)] for a, b in paths]), encoding="utf-8")
         try:
-            done = subprocess.run([interpreter.python, "-m", WORKER_MODULE, name, str(probe_path), str(outcome_path)],
-                                  capture_output=True, text=True, timeout=PROBE_TIMEOUT_SECONDS, check=False)
+            done = subprocess.run([interpreter.python, "-m", WORKER_MODULE, name, "--batch", str(manifest)],
+                                  capture_output=True, text=True, timeout=timeout, check=False)
+            ended = f"the probe's process exited with {done.returncode}: " + \
+                (done.stderr.strip().splitlines() or ["no output"])[-1][:300]
         except subprocess.TimeoutExpired:
-            return _failed(request, probe, interpreter, f"the probe took over {PROBE_TIMEOUT_SECONDS:g} s")
-        seconds = time.perf_counter() - started
-        error_path = Path(str(outcome_path) + ".error.json")
-        if error_path.exists():
-            error = json.loads(error_path.read_text(encoding="utf-8"))
-            return _failed(request, probe, interpreter, f"parity_update raised {error.get('error')}")
-        if done.returncode != 0 or not outcome_path.exists():
-            tail = (done.stderr.strip().splitlines() or ["no output"])[-1][:300]
-            return _failed(request, probe, interpreter, f"the probe's process exited with {done.returncode}: {tail}")
-        try:
-            outcome = ParityOutcome.load(outcome_path)
-        except ParityError as error:
-            return _failed(request, probe, interpreter, str(error))
-    verdict = judge(reference, case, probe, outcome, request.adapter_id, interpreter.versions, request.declared)
-    return ParityVerdict.from_dict({**verdict.to_dict(), "notes": [*verdict.notes, f"probe answered in {seconds:.1f} s"]})
+            ended = f"the probe took over {PROBE_TIMEOUT_SECONDS:g} s"
+        verdicts = []
+        for (request, probe), (_, outcome_path) in zip(asked, paths, strict=True):
+            error_path = Path(str(outcome_path) + ".error.json")
+            seconds_path = Path(str(outcome_path) + ".seconds")
+            if error_path.exists():
+                error = json.loads(error_path.read_text(encoding="utf-8"))
+                verdicts.append(_failed(request, probe, interpreter, f"parity_update raised {error.get('error')}"))
+            elif outcome_path.exists() and seconds_path.exists():
+                verdicts.append(_judged(request, probe, interpreter, outcome_path,
+                                        float(seconds_path.read_text(encoding="utf-8"))))
+            elif len(asked) > 1:
+                verdicts.append(ask(request, probe, interpreter))  # never reached: on its own
+            else:
+                verdicts.append(_failed(request, probe, interpreter, ended))
+    return verdicts
+
+
+def _judged(request: ParityRequest, probe: ParityProbe, interpreter: Interpreter, outcome_path: Path,
+            seconds: float) -> ParityVerdict:
+    try:
+        outcome = ParityOutcome.load(outcome_path)
+    except ParityError as error:
+        return _failed(request, probe, interpreter, str(error))
+    verdict = judge(request.reference, request.case, probe, outcome, request.adapter_id, interpreter.versions,
+                    request.declared)
+    return ParityVerdict.from_dict({**verdict.to_dict(), "notes": [
+        *verdict.notes, f"probe answered in {seconds:.1f} s of CPU (the first of an adapter's with its import)"]})
 
 
 def _failed(request: ParityRequest, probe: ParityProbe, interpreter: Interpreter, reason: str) -> ParityVerdict:
