@@ -22,6 +22,7 @@ from rlcompare.harness.fidelity import Fidelity, FidelityEntry, Judge, Setting, 
 from rlcompare.harness.limits import COUNTER_SLOTS
 from rlcompare.harness.parity import ParityOutcome, ParityProbe
 from rlcompare.harness.private_ray import start_private_ray
+from rlcompare.harness.schedule import gradient_steps_between_target_syncs
 from rlcompare.harness.training_loop import TrainingSetup, train_with_setup
 from rlcompare.harness.validity import GRANULARITIES, BudgetTolerance
 from rlcompare.harness.workload_view import WorkloadLike
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ADAPTER_ID_PATTERN", "COUNTER_SLOTS", "GRANULARITIES", "Adapter", "BudgetTolerance", "Capabilities",
     "EnvFactory", "Fidelity", "FidelityEntry", "IncompatibleError", "Judge", "ParityOutcome", "ParityProbe", "Policy", "Setting",
-    "TrainingContext", "TrainingResult", "TrainingSetup", "WorkloadLike", "entry", "episode_step_limit", "make_env", "map_settings", "only_if",
+    "TrainingContext", "TrainingResult", "TrainingSetup", "WorkloadLike", "entry", "episode_step_limit", "gradient_steps_between_target_syncs", "make_env", "map_settings", "only_if",
     "start_private_ray", "train_with_setup",
 ]
 

@@ -261,3 +261,34 @@ def test_a_traced_schedule_is_compared_with_the_canonical_one() -> None:
     found = {difference.aspect: difference for difference in schedule_differences(workload, lagging.summary())}
     assert "target_sync_interval_gradient_steps" in found and "exploration" in found
     assert "canonical 125" in found["target_sync_interval_gradient_steps"].text
+
+
+def test_target_syncs_with_no_gradient_step_between_count_once() -> None:
+    """The zoo's CartPole DQN: 128 gradient steps every 256 env steps, a copy every 10 env steps. A
+    copy every 10 env steps during collection and one copy per collected batch leave the same target
+    for each burst (no difference); a copy every 5 gradient steps inside the burst does not."""
+    workload = {"algorithm": "DQN", "env_steps": 10_240, "parallelism": {"envs_per_worker": 1, "workers": 1},
+                "hyperparameters": {"learning_starts": 1024, "train_every": 256, "gradient_steps": 128,
+                                    "target_update_interval": 10, "exploration_initial_eps": 1.0,
+                                    "exploration_final_eps": 0.05, "exploration_fraction": 0.1}}
+    assert canonical_schedule(workload)["target_sync_interval_gradient_steps"] == 128
+    every_ten, per_batch, inside = ScheduleTrace(), ScheduleTrace(), ScheduleTrace()
+    for step in range(1, 10_241):
+        if step % 10 == 0:
+            every_ten.record("target_sync", step)
+        if step % 256 == 0:
+            per_batch.record("target_sync", step)
+        if step > 1024 and step % 256 == 0:
+            for gradient in range(128):
+                for trace in (every_ten, per_batch, inside):
+                    trace.record("gradient_step", step)
+                if gradient % 5 == 4:
+                    inside.record("target_sync", step)
+            for trace in (every_ten, per_batch, inside):
+                trace.record("update", step)
+    assert every_ten.summary()["target_sync"]["count"] > 10 * every_ten.summary()["target_sync"]["effective_count"]
+    assert schedule_differences(workload, every_ten.summary()) == []
+    assert schedule_differences(workload, per_batch.summary()) == []
+    found = {difference.aspect: difference for difference in schedule_differences(workload, inside.summary())}
+    assert {"target_sync_interval_gradient_steps", "target_sync_max_gradient_steps"} <= set(found)
+    assert "canonical 128" in found["target_sync_interval_gradient_steps"].text

@@ -16,12 +16,24 @@ Events:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 EVENTS = ("gradient_step", "target_sync", "exploration", "update")
 #: Samples of a count or value kept per event kind (the curve of the schedule).
 MAX_SAMPLES = 200
+
+
+def gradient_steps_between_target_syncs(hyperparameters: Any) -> int:
+    """The canonical DQN schedule in gradient steps, for a framework that counts its target interval
+    in gradient steps: ``target_update_interval`` is in env steps and the copy happens between env
+    steps, so of the copies between two updates only the last counts; the target is renewed every
+    ``ceil(target_update_interval / train_every)`` updates, that is every ``gradient_steps *
+    ceil(target_update_interval / train_every)`` gradient steps (the zoo's CartPole settings: 128,
+    once per update, not 10 * 128 / 256 = 5, which copies inside an update's run of gradient steps)."""
+    hp = hyperparameters
+    return max(1, int(hp.gradient_steps) * math.ceil(int(hp.target_update_interval) / int(hp.train_every)))
 
 
 @dataclass
@@ -38,6 +50,13 @@ class _Series:
     gradient_intervals: int = 0
     gradient_interval_max: int | None = None
     last_gradient_steps: int | None = None
+    #: Events at a gradient-step count no earlier event of the kind had (*effective* events: two
+    #: target syncs with no gradient step between them leave the same target as the second alone).
+    effective: int = 0
+    #: Effective events once gradient steps have begun (the first and last of them bound the mean interval).
+    effective_learning: int = 0
+    effective_first: tuple[int, int] | None = None  # (env steps, gradient steps)
+    effective_last: tuple[int, int] | None = None
     samples: list[tuple[int, float]] = field(default_factory=list)
     stride: int = 1
 
@@ -64,6 +83,12 @@ class ScheduleTrace:
                 series.gradient_intervals += 1
                 series.gradient_interval_max = gap if series.gradient_interval_max is None else max(
                     series.gradient_interval_max, gap)
+        if series.effective_last is None or gradient_steps != series.effective_last[1]:
+            series.effective += 1
+            series.effective_last = (env_steps, gradient_steps)
+            if gradient_steps > 0:  # intervals are measured once learning has begun
+                series.effective_learning += 1
+                series.effective_first = series.effective_first or series.effective_last
         series.count += 1
         series.first_env_step = env_steps if series.first_env_step is None else series.first_env_step
         series.last_env_step = env_steps
@@ -87,6 +112,16 @@ class ScheduleTrace:
                 "mean_interval_gradient_steps": (series.gradient_interval_sum / series.gradient_intervals
                                                  if series.gradient_intervals else None),
                 "max_interval_gradient_steps": series.gradient_interval_max,
+                "effective_count": series.effective,
+                "mean_effective_interval_env_steps": _mean_gap(series, 0),
+                "mean_effective_interval_gradient_steps": _mean_gap(series, 1),
                 "samples": [list(sample) for sample in series.samples],
             }
         return out
+
+
+def _mean_gap(series: _Series, part: int) -> float | None:
+    """Mean interval between effective events, in env steps (``part`` 0) or gradient steps (1)."""
+    if series.effective_learning < 2 or series.effective_first is None or series.effective_last is None:
+        return None
+    return (series.effective_last[part] - series.effective_first[part]) / (series.effective_learning - 1)

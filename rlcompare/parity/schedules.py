@@ -9,9 +9,13 @@ every environment of the run):
 - **DQN**: no update before ``learning_starts`` env steps; then one update every ``train_every`` env
   steps, each of ``gradient_steps`` gradient steps in a row; the target network is copied every
   ``target_update_interval`` env steps, between env steps, so never inside an update's run of
-  gradient steps: at most ``gradient_steps * ceil(target_update_interval / train_every)`` gradient
-  steps pass between two copies (the rl-zoo's CartPole settings, 128 gradient steps every 256 env
-  steps and a copy every 10 env steps, keep one target network for a whole update); epsilon falls
+  gradient steps. Of several copies between two updates only the last matters, so the *effective*
+  copies (those with a gradient step since the previous one; :mod:`rlcompare.harness.schedule`)
+  come every ``ceil(target_update_interval / train_every)`` updates: every
+  ``train_every * ceil(target_update_interval / train_every)`` env steps and
+  ``gradient_steps * ceil(target_update_interval / train_every)`` gradient steps (the rl-zoo's
+  CartPole settings, 128 gradient steps every 256 env steps and a copy every 10 env steps, keep one
+  target network for a whole update: 128 gradient steps between effective copies); epsilon falls
   linearly from ``exploration_initial_eps`` to ``exploration_final_eps`` over the first
   ``exploration_fraction`` of the budget, then stays.
 - **SAC**: as DQN for updates; the targets move by one Polyak step after every gradient step.
@@ -68,10 +72,11 @@ def canonical_schedule(workload: Mapping[str, Any]) -> dict[str, float | None]:
             "updates": updates, "gradient_steps": updates * steps, "update_interval_env_steps": every,
             "first_gradient_step": starts + every}
         if algorithm == "DQN":
-            interval = int(hp["target_update_interval"])
-            schedule["target_sync_interval_env_steps"] = interval
-            schedule["target_sync_interval_gradient_steps"] = interval / every * steps
-            schedule["target_sync_max_gradient_steps"] = steps * math.ceil(interval / every)
+            # syncs happen between env steps; of several between two updates only the last counts
+            updates_per_sync = math.ceil(int(hp["target_update_interval"]) / every)
+            schedule["target_sync_interval_env_steps"] = every * updates_per_sync
+            schedule["target_sync_interval_gradient_steps"] = steps * updates_per_sync
+            schedule["target_sync_max_gradient_steps"] = steps * updates_per_sync
         else:
             schedule["target_sync_interval_gradient_steps"] = 1.0
             schedule["target_sync_max_gradient_steps"] = 1.0
@@ -116,9 +121,9 @@ def schedule_differences(workload: Mapping[str, Any], traced: Mapping[str, Any] 
         found.append(ScheduleDifference("first_gradient_step", float(first), float(expected_first),
                                         f"first gradient step at env step {_number(first)}, canonical "
                                         f"{_number(expected_first)}"))
-    compare("target_sync_interval_env_steps", syncs.get("mean_interval_env_steps"),
+    compare("target_sync_interval_env_steps", syncs.get("mean_effective_interval_env_steps"),
             canonical.get("target_sync_interval_env_steps"), "target synced every (env steps)")
-    compare("target_sync_interval_gradient_steps", syncs.get("mean_interval_gradient_steps"),
+    compare("target_sync_interval_gradient_steps", syncs.get("mean_effective_interval_gradient_steps"),
             canonical.get("target_sync_interval_gradient_steps"), "target synced every (gradient steps, mean)")
     compare("target_sync_max_gradient_steps", syncs.get("max_interval_gradient_steps"),
             canonical.get("target_sync_max_gradient_steps"), "at most this many gradient steps between target syncs:")
