@@ -47,6 +47,7 @@ from rlcompare.adapter import (
     TrainingResult,
     WorkloadLike,
     entry,
+    gradient_steps_between_target_syncs,
     map_settings,
     only_if,
     train_with_setup,
@@ -94,6 +95,30 @@ def _whole_vector_steps(what: str) -> Judge:
     return judge
 
 
+#: skrl 2.1's Model.random_act under gymnasium 1.x: ``batch_space(space, n).sample()`` on a space
+#: whose generator a deep copy leaves unmoved, so every call returns the same action (measured by the
+#: parity probe's ``random_actions`` default; upstream's fix shows there as a changed default). It
+#: reaches the canonical settings that ask for random actions: the warm-up (``learning_starts``) and
+#: epsilon-greedy's random half (the exploration epsilons).
+CONSTANT_RANDOM_ACTIONS = ("skrl's random actions are one constant action for the whole run: "
+                           "gymnasium.vector.utils.batch_space(space, n).sample() on a deep copy of an unmoved "
+                           "generator (Model.random_act under gymnasium 1.x)")
+
+
+def _random_warm_up(value: int, workload: WorkloadLike) -> tuple[Fidelity, str]:
+    status, note = _whole_vector_steps("also random_timesteps: random actions until then")(value, workload)
+    if value > 0:
+        return Fidelity.APPROXIMATE, f"{note}; {CONSTANT_RANDOM_ACTIONS}"
+    return status, note
+
+
+def _random_half(value: float, _: WorkloadLike) -> tuple[Fidelity, str]:
+    note = "linear in vector steps from initial to final over fraction x budget, then flat"
+    if value > 0:
+        return Fidelity.APPROXIMATE, f"{note}; epsilon-greedy's random half: {CONSTANT_RANDOM_ACTIONS}"
+    return Fidelity.EXACT, note
+
+
 def _minibatches(value: int, workload: WorkloadLike) -> int:
     rollout = workload.hyperparameters.rollout_steps * _n_envs(workload)  # type: ignore[union-attr]
     return max(1, round(rollout / value))
@@ -119,22 +144,23 @@ def _a2c_advantages(value: bool, _: WorkloadLike) -> tuple[Fidelity, str]:
     return Fidelity.UNSUPPORTED, "skrl's A2C always normalizes advantages"
 
 
-def _updates_between_syncs(value: int, workload: WorkloadLike) -> int:
-    # skrl's DQN counts target_update_interval in gradient updates, the canonical setting in env steps
-    hp = workload.hyperparameters
-    return max(1, round(value * hp.gradient_steps / hp.train_every))  # type: ignore[union-attr]
+def _updates_between_syncs(_value: int, workload: WorkloadLike) -> int:
+    # skrl counts target_update_interval in gradient updates, the canonical setting in env steps between env steps
+    return gradient_steps_between_target_syncs(workload.hyperparameters)
 
 
 def _judge_target_sync(value: int, workload: WorkloadLike) -> tuple[Fidelity, str]:
     hp = workload.hyperparameters
-    updates = value * hp.gradient_steps / hp.train_every  # type: ignore[union-attr]
-    note = ("converted to gradient updates (x gradient_steps / train_every), hard copy (polyak=1); skrl "
-            "counts from the first update, so it syncs at learning_starts + k x interval env steps")
-    whole = updates == int(updates) and updates >= 1 and hp.train_every % _n_envs(workload) == 0  # type: ignore[union-attr]
-    in_phase = hp.learning_starts % value == 0  # type: ignore[union-attr]
+    updates = gradient_steps_between_target_syncs(hp)
+    note = (f"every {updates} gradient updates: gradient_steps x ceil(interval / train_every), the canonical copy "
+            "between env steps (of several between two updates only the last counts), so never inside an "
+            "update's run of gradient steps; skrl counts from the first update")
+    whole = hp.train_every % _n_envs(workload) == 0 and (value % hp.train_every == 0 or hp.train_every % value == 0)  # type: ignore[union-attr]
+    in_phase = value <= hp.train_every or hp.learning_starts % value == 0  # type: ignore[union-attr]
     if whole and in_phase:
         return Fidelity.EXACT, note
-    return Fidelity.APPROXIMATE, note + ("" if whole else "; rounded") + ("" if in_phase else "; out of phase")
+    return Fidelity.APPROXIMATE, note + ("" if whole else "; the interval is not a whole number of updates") + (
+        "" if in_phase else "; out of phase with learning_starts")
 
 
 def _sac_gradient_steps(value: int, workload: WorkloadLike) -> int:
@@ -175,9 +201,7 @@ _OFF_POLICY_COMMON = [
     Setting("gamma", "discount_factor"),
     Setting("buffer_size", "memory.memory_size", convert=_one_memory_size,
             judge=_whole_vector_steps("RandomMemory rows of one transition per env")),
-    Setting("learning_starts", "learning_starts", convert=_per_vector_step,
-            judge=_whole_vector_steps("also random_timesteps: random actions until then (constant under "
-                                                "gymnasium 1.x: defaults.random_actions)")),
+    Setting("learning_starts", "learning_starts", convert=_per_vector_step, judge=_random_warm_up),
     Setting("minibatch_size", "batch_size", note="uniform sampling with replacement, as SB3"),
 ]
 
@@ -204,9 +228,8 @@ SETTINGS: dict[str, list[Setting]] = {
         Setting("gradient_steps", "gradient_steps"),
         Setting("target_update_interval", "target_update_interval", convert=_updates_between_syncs,
                 judge=_judge_target_sync),
-        Setting("exploration_initial_eps", "exploration_scheduler",
-                note="linear in vector steps from initial to final over fraction x budget, then flat"),
-        Setting("exploration_final_eps", "exploration_scheduler"),
+        Setting("exploration_initial_eps", "exploration_scheduler", judge=_random_half),
+        Setting("exploration_final_eps", "exploration_scheduler", judge=_random_half),
         Setting("exploration_fraction", "exploration_scheduler"),
         Setting("max_grad_norm", None, judge=lambda _v, _w: (Fidelity.UNSUPPORTED,
                                                               "skrl's DQN does not clip gradients")),
@@ -228,13 +251,6 @@ SETTINGS: dict[str, list[Setting]] = {
 
 _TORCH_ADAM = entry("defaults.adam_eps", 1e-5, Fidelity.APPROXIMATE, "torch.optim.Adam(eps)", 1e-8,
                     "skrl builds Adam with torch's default epsilon")
-#: skrl 2.1's Model.random_act under gymnasium 1.x: ``batch_space(space, n).sample()`` on a space
-#: whose generator a deep copy leaves unmoved, so every call returns the same action (measured by the
-#: parity probe's ``random_actions`` default; upstream's fix shows there as a changed default).
-_CONSTANT_RANDOM_ACTIONS = entry(
-    "defaults.random_actions", "uniform", Fidelity.UNSUPPORTED, "Model.random_act", "constant",
-    "skrl's random actions (the random warm-up and epsilon-greedy's random half) are one constant action for "
-    "the whole run: gymnasium.vector.utils.batch_space(space, n).sample() on a deep copy of an unmoved generator")
 #: How skrl's updates depart from the canonical ones, as its parity probes measured them
 #: (``rlcompare parity --adapters skrl``; skrl/agents/torch/*); the settings each family's
 #: SETTINGS judge unsupported (A2C's optimizer, value_coef, normalize_advantage) are declared there.
@@ -242,8 +258,7 @@ DEPARTURES: dict[str, tuple[FidelityEntry, ...]] = {
     "PPO": (_TORCH_ADAM,),
     "A2C": (_TORCH_ADAM,),
     "DQN": (entry("defaults.td_loss", "huber", Fidelity.APPROXIMATE, "F.mse_loss", "mse",
-                  "skrl's DQN.update takes the squared TD error"), _CONSTANT_RANDOM_ACTIONS),
-    "SAC": (_CONSTANT_RANDOM_ACTIONS,),
+                  "skrl's DQN.update takes the squared TD error"),),
 }
 
 
@@ -288,7 +303,7 @@ class SkrlAdapter(Adapter):
                 continue  # built from the three canonical settings in build()
             else:
                 cfg[name] = value
-        fixed, fixed_note, fixed_status = _fixed_choices(algorithm)
+        fixed = _fixed_choices(algorithm)
         cfg.update(fixed)
         if algorithm in ON_POLICY:
             memory.update(memory_size=cfg["rollouts"], replacement=False)
@@ -301,15 +316,15 @@ class SkrlAdapter(Adapter):
                 "initial_eps": hp.exploration_initial_eps, "final_eps": hp.exploration_final_eps,  # type: ignore[union-attr]
                 "fraction": hp.exploration_fraction,  # type: ignore[union-attr]
             }
-        entries.insert(0, entry("algorithm", algorithm, fixed_status, f"skrl.agents.torch.{agent}",
-                                fixed, fixed_note))
         net = workload.network
         hidden = list(net.hidden_sizes)
         activation = f"torch.nn.{ACTIVATIONS[net.activation]}"
         layout = _network_layout(algorithm, hidden)
         models = {"hidden_sizes": hidden, "activation": activation, "layout": layout}
-        entries.append(entry("network.hidden_sizes", hidden, Fidelity.EXACT, "models", layout,
-                             "separate networks, no shared layers; PyTorch's default weight initialisation"))
+        network_note = "separate networks, no shared layers; PyTorch's default weight initialisation"
+        entries.append(entry("network.hidden_sizes", hidden,
+                             Fidelity.APPROXIMATE if algorithm == "SAC" else Fidelity.EXACT, "models", layout,
+                             f"{network_note}; {SAC_POLICY}" if algorithm == "SAC" else network_note))
         entries.append(entry("network.activation", net.activation, Fidelity.EXACT, "models.activation", activation))
         env, env_entries = _parallelism(workload)
         entries.extend(env_entries)
@@ -400,25 +415,25 @@ class TracedEpsilon:
         return epsilon
 
 
-def _fixed_choices(algorithm: str) -> tuple[dict[str, Any], str, Fidelity]:
+#: skrl's SAC policy head, which the canonical network (SB3's squashed Gaussian) is not.
+SAC_POLICY = ("skrl's Gaussian policy: tanh-bounded mean scaled to the action bounds, state-independent log-std, "
+              "samples clipped to the bounds, log-probability of the unsquashed Gaussian (SB3 squashes samples "
+              "with tanh and corrects the log-probability)")
+
+
+def _fixed_choices(algorithm: str) -> dict[str, Any]:
     """skrl settings with no canonical counterpart, pinned to the canonical (SB3-style) semantics where
-    skrl can; the status says whether the algorithm itself matches."""
+    skrl can (how the update departs where it cannot is declared in DEPARTURES, and checked by the
+    parity probe)."""
     off = {"experiment": {"write_interval": 0, "checkpoint_interval": 0}}
     if algorithm == "PPO":
-        return ({**off, "value_clip": 0.0, "kl_threshold": 0.0, "time_limit_bootstrap": True},
-                "clipped surrogate, no value clipping, no KL early stop; truncated episodes bootstrap from "
-                "the value of the observation after the step", Fidelity.EXACT)
+        # clipped surrogate, no value clipping, no KL early stop; truncated episodes bootstrap
+        return {**off, "value_clip": 0.0, "kl_threshold": 0.0, "time_limit_bootstrap": True}
     if algorithm == "A2C":
-        return ({**off, "mini_batches": 1, "time_limit_bootstrap": True},
-                "one full-batch gradient step per rollout; truncated episodes bootstrap", Fidelity.EXACT)
+        return {**off, "mini_batches": 1, "time_limit_bootstrap": True}  # one full-batch step per rollout
     if algorithm == "DQN":
-        return ({**off, "polyak": 1.0},
-                "MSE TD loss (SB3 and Nature DQN use Huber); hard target copies", Fidelity.APPROXIMATE)
-    return ({**off, "grad_norm_clip": 0.0},
-            "two critics with Polyak targets; skrl's Gaussian policy: tanh-bounded mean scaled to the action "
-            "bounds, state-independent log-std, samples clipped to the bounds, log-probability of the "
-            "unsquashed Gaussian (SB3 squashes samples with tanh and corrects the log-probability)",
-            Fidelity.APPROXIMATE)
+        return {**off, "polyak": 1.0}  # hard target copies (the MSE TD loss: DEPARTURES)
+    return {**off, "grad_norm_clip": 0.0}  # two critics with Polyak targets
 
 
 def _network_layout(algorithm: str, hidden: list[int]) -> dict[str, list[int]]:
@@ -492,7 +507,7 @@ class SkrlSetup:
         cfg = self.agent.cfg
         return int(getattr(cfg, "rollouts", None) or getattr(cfg, "update_interval", 1))
 
-    def run(self, after_update: Callable[[int], None] | None = None) -> None:
+    def run(self, after_update: Callable[[int], None]) -> None:
         """Train for the workload's budget; ``after_update(steps)`` runs after every update period
         (and after the last vector step)."""
         from skrl.trainers.torch import SequentialTrainer
@@ -505,7 +520,7 @@ class SkrlSetup:
         def post_interaction(*, timestep: int, timesteps: int) -> None:
             original(timestep=timestep, timesteps=timesteps)
             setup.timesteps_done = timestep + 1
-            if after_update is not None and (setup.timesteps_done % period == 0 or setup.timesteps_done == timesteps):
+            if setup.timesteps_done % period == 0 or setup.timesteps_done == timesteps:
                 after_update(setup.env_steps)
 
         agent.post_interaction = post_interaction  # skrl's own hook point, called by the trainer

@@ -38,6 +38,7 @@ from rlcompare.adapter import (
     TrainingResult,
     WorkloadLike,
     entry,
+    gradient_steps_between_target_syncs,
     map_settings,
     only_if,
     train_with_setup,
@@ -99,22 +100,23 @@ def _gradient_steps_per_sample(value: int, workload: WorkloadLike) -> float:
     return value / workload.hyperparameters.train_every  # type: ignore[union-attr]
 
 
-def _target_update_in_updates(value: int, workload: WorkloadLike) -> int:
-    # Tianshou's DQN counts target_update_freq in gradient updates, the canonical setting in env steps
-    hp = workload.hyperparameters
-    return max(1, round(value * hp.gradient_steps / hp.train_every))  # type: ignore[union-attr]
+def _target_update_in_updates(_value: int, workload: WorkloadLike) -> int:
+    # Tianshou counts target_update_freq in gradient updates, the canonical setting in env steps between env steps
+    return gradient_steps_between_target_syncs(workload.hyperparameters)
 
 
 def _judge_target_update(value: int, workload: WorkloadLike) -> tuple[Fidelity, str]:
     hp = workload.hyperparameters
-    updates = value * hp.gradient_steps / hp.train_every  # type: ignore[union-attr]
-    note = ("converted to gradient updates (x gradient_steps / train_every); Tianshou counts from the first "
-            "update, so it syncs at learning_starts + k x interval env steps (canonical: k x interval)")
-    whole = updates == int(updates) and updates >= 1 and hp.train_every % _n_envs(workload) == 0  # type: ignore[union-attr]
-    in_phase = hp.learning_starts % value == 0  # type: ignore[union-attr]
+    updates = gradient_steps_between_target_syncs(hp)
+    note = (f"every {updates} gradient updates: gradient_steps x ceil(interval / train_every), the canonical copy "
+            "between env steps (of several between two updates only the last counts), so never inside an "
+            "update's run of gradient steps; Tianshou counts from the first update")
+    whole = hp.train_every % _n_envs(workload) == 0 and (value % hp.train_every == 0 or hp.train_every % value == 0)  # type: ignore[union-attr]
+    in_phase = value <= hp.train_every or hp.learning_starts % value == 0  # type: ignore[union-attr]
     if whole and in_phase:
         return Fidelity.EXACT, note
-    return Fidelity.APPROXIMATE, note + ("" if whole else "; rounded") + ("" if in_phase else "; out of phase")
+    return Fidelity.APPROXIMATE, note + ("" if whole else "; the interval is not a whole number of updates") + (
+        "" if in_phase else "; out of phase with learning_starts")
 
 
 def _judge_minibatch(value: int, workload: WorkloadLike) -> tuple[Fidelity, str]:
@@ -250,7 +252,7 @@ class TianshouAdapter(Adapter):
         for name, value in flat.items():
             component, keyword = name.split(".", 1)
             config.setdefault(component, {})[keyword] = value
-        fixed, fixed_note = _fixed_choices(workload.algorithm)
+        fixed, _why = _fixed_choices(workload.algorithm)  # the native config; no fidelity entry (not canonical)
         config.setdefault("algorithm", {}).update(fixed)
         if workload.algorithm == "A2C":
             # one full-batch gradient step per rollout, as A2C is defined
@@ -260,8 +262,6 @@ class TianshouAdapter(Adapter):
             config["optim"]["eps"] = ON_POLICY_OPTIM_EPS
             if config["optim"]["class"] == "RMSpropOptimizerFactory":
                 config["optim"]["alpha"] = 0.99
-        entries.insert(0, entry("algorithm", workload.algorithm, Fidelity.EXACT,
-                                f"tianshou.algorithm.{workload.algorithm}", fixed, fixed_note))
         net = workload.network
         hidden = list(net.hidden_sizes)
         activation = f"torch.nn.{ACTIVATIONS[net.activation]}"
@@ -386,13 +386,12 @@ class TianshouSetup:
         """Env steps as Tianshou counts them: every step the training collector collected."""
         return int(self.collector.collect_step)
 
-    def run(self, on_collect: Callable[[int], None] | None = None) -> None:
+    def run(self, on_collect: Callable[[int], None]) -> None:
         """Train for the workload's budget; ``on_collect(steps)`` runs before every collect."""
         from tianshou.trainer import OffPolicyTrainerParams, OnPolicyTrainerParams
 
         budget = self.workload.env_steps
-        if on_collect is not None:
-            on_collect(self.env_steps)
+        on_collect(self.env_steps)
         if self.prefill_steps:
             # off-policy warm-up: uniform random actions, no updates (SB3's learning_starts)
             self.collector.collect(n_step=min(self.prefill_steps, budget), random=True)
@@ -404,8 +403,7 @@ class TianshouSetup:
             steps = self.env_steps
             if self.epsilon is not None:
                 self.policy.set_eps_training(self.epsilon(steps))
-            if on_collect is not None:
-                on_collect(steps)
+            on_collect(steps)
 
         params_class = OnPolicyTrainerParams if self.workload.algorithm in ON_POLICY else OffPolicyTrainerParams
         params = params_class(
