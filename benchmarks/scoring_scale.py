@@ -88,7 +88,8 @@ def build_store(path: Path, frameworks: int, workloads: int, seeds: int) -> tupl
                                      startup=float(2.0 / speed + rng.random()),
                                      rss=int((300 + 40 * f + rng.random() * 20) * 2**20)))
                 training = steps / throughput[seed]
-                curve_rows += [(run_id, int(s), int(s), float(t), float(r), 0.0, 200.0, "[]")
+                # columns as CURVE_COLUMNS: the synthetic points lie on the evaluation grid
+                curve_rows += [(run_id, int(s), int(s), float(t), float(r), 0.0, 200.0, "[]", int(s), None)
                                for s, t, r in zip(steps, training, curves[seed], strict=True)]
     with Store(path) as store:  # creates the schema; the bulk insert below is one transaction
         store.create()

@@ -29,15 +29,18 @@ ALGO_PLUGINS = ROOT / "tests" / "plugins" / "algos"
 
 #: Digests of the built-in workloads as stored by runs made before families became plugins
 #: (rlcompare 845ac37). A stored run is matched to its workload by this digest: it must not move.
+#: Moved on purpose once since: the PPO and DQN workloads' evaluation intervals became multiples of
+#: their update sizes (5,000 -> 5,120, 10,000 -> 10,240: every adapter evaluated on one grid of update
+#: boundaries), so their earlier runs are stale, as a changed workload's runs must be.
 STORED_DIGESTS = {
     "acrobot-dqn": "4c97b32baaf910e2",
-    "calibrated-ppo-w1": "d4ff0461d9531625",
-    "calibrated-ppo-w2": "9733b871b37782eb",
-    "calibrated-ppo-w4": "a6767d1791a440b9",
+    "calibrated-ppo-w1": "bb50c5a8ee4d25f6",
+    "calibrated-ppo-w2": "235b305dd1f10414",
+    "calibrated-ppo-w4": "2852ab15cbb1b614",
     "cartpole-a2c": "cbf778f895369e8e",
-    "cartpole-dqn": "b08f355c32e657eb",
-    "cartpole-ppo": "1866432aeb4f7913",
-    "cartpole-ppo-quick": "5f1b89d7d4a6c333",
+    "cartpole-dqn": "ddfa9cc7b5403bab",
+    "cartpole-ppo": "b9141dd8714e7aad",
+    "cartpole-ppo-quick": "76ef66a01eff84ca",
     "pendulum-sac": "631710e4525f8c4e",
 }
 PPO_QUICK_JSON_PREFIX = (

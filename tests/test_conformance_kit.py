@@ -35,6 +35,11 @@ BREACHES: dict[str, tuple[str, tuple[str, ...]]] = {
                                          "import the framework in train() only")),
     "fidelity_coverage": ("partialfidelity", ("fidelity() misses settings: gae_lambda, rollout_steps (A2C)",
                                               "add a FidelityEntry (rlcompare.adapter) for each canonical setting")),
+    "canonical_settings": ("paddedfidelity", ("fidelity() lists settings outside the canonical set: padding.made_up, "
+                                              "algorithm (A2C", "defaults.adam_eps", "remove them")),
+    "budget_grain": ("coarsegrain", ("budget_tolerance() on workload 'conformance-coarsegrain': it declares a budget "
+                                     "grain of generation, +-1000 env steps, coarser than A2C allows (rollout, +-",
+                                     "a generation is coarser than a rollout", "stop at the family's grain")),
     "trains_within_budget": ("overshoot", ("is invalid: 4000 env steps, 2000 past the budget of 2000",
                                            "stop when context.budget_reached, within Adapter.budget_tolerance")),
     "checkpoints": ("nocheckpoints", ("no evaluation near env step 500, 1000, 1500 (points at 2000",
@@ -47,7 +52,9 @@ BREACHES: dict[str, tuple[str, tuple[str, ...]]] = {
                                 "explains it", "rlcompare parity --adapters skewedupdate shows the verdicts")),
 }
 #: Rules a breach also fails, because the run it spoils is what they judge.
-ALSO_FAILS = {"squeezed": {"trains_within_budget", "checkpoints", "no_lingering_processes"}}
+ALSO_FAILS = {"squeezed": {"trains_within_budget", "checkpoints", "no_lingering_processes"},
+              # `rlcompare plan` refuses its pair: the tiny run every training rule judges never starts
+              "coarsegrain": {"trains_within_budget", "checkpoints", "policy_batches", "no_lingering_processes"}}
 
 
 def run_kit(package: Path, adapters: str, tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str],

@@ -396,7 +396,7 @@ def test_a_version_3_store_gains_the_environment_columns_and_its_runs_read_as_ma
         assert store.runs_frame()["environment_key"].isna().all()  # read upgraded in memory
         store.create()  # written: migrated in place
     connection = sqlite3.connect(path)
-    assert SCHEMA_VERSION == 5
-    assert connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("5",)
+    assert SCHEMA_VERSION == 6
+    assert connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("6",)
     assert connection.execute("SELECT environment_key, environment_json, schedule_json, parity_json FROM runs"
                               ).fetchall() == [(None, None, None, None)]

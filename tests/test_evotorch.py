@@ -41,7 +41,8 @@ def test_capabilities_and_fidelity_need_no_framework_import() -> None:
             "print(sorted(m for m in ('evotorch', 'torch', 'ray') if m in sys.modules), len(entries))\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["[]", "12"]
+    # 6 ES settings, the network (2) and the parallelism (3): the canonical settings, nothing else
+    assert result.stdout.split() == ["[]", "11"]
 
 
 def test_fidelity_names_each_setting_natively() -> None:
@@ -91,7 +92,8 @@ def test_evotorch_run_is_valid_with_counts_agreeing(evotorch_store: Store) -> No
     assert run["budget_granularity"] == "generation" and run["budget_overshoot_steps"] == 4 * 500
     assert json.loads(run["validity_json"])["valid"]
     fidelity = {item["setting"]: item for item in json.loads(run["fidelity_json"])}
-    assert fidelity["algorithm"]["native_value"] == "PGPE"
+    assert fidelity["hyperparameters.sigma"]["native_name"] == "stdev_init"  # PGPE's, kept fixed
+    assert "algorithm" not in fidelity  # not a canonical setting: it never counts
     native = json.loads(run["native_config_json"])
     assert native["PGPE"] == {"popsize": 4, "stdev_init": 0.1, "center_learning_rate": 0.05, "symmetric": True,
                               "ranking_method": "centered", "stdev_learning_rate": 0.0, "optimizer": "adam",

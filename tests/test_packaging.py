@@ -76,7 +76,7 @@ def test_one_adapter_builds_as_a_wheel_of_its_own(tmp_path: Path) -> None:
     (wheel,) = wheels.glob("rlcompare_sb3-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
-        assert "rlcompare_sb3.py" in names
+        assert "rlcompare_sb3/__init__.py" in names and "rlcompare_sb3/parity.py" in names  # the whole package
         assert not any(name.startswith(("adapters/", "criteria/", "rlcompare/")) for name in names)
         info = next(name for name in names if name.endswith(".dist-info/entry_points.txt"))
         assert "sb3 = rlcompare_sb3" in archive.read(info).decode()

@@ -499,18 +499,20 @@ def test_the_vocabulary_has_the_values_the_comparisons_use() -> None:
 
 @pytest.fixture
 def cli() -> argparse.ArgumentParser:
-    from rlcompare.cli.frameworks import add_commands
+    from rlcompare.cli import frameworks, show
 
     parser = argparse.ArgumentParser(prog="rlcompare")
-    add_commands(parser.add_subparsers(dest="command"))
+    subparsers = parser.add_subparsers(dest="command")
+    frameworks.add_commands(subparsers)
+    show.add_commands(subparsers)  # `show framework ID` lives beside `show run ID`
     return parser
 
 
 def _run(cli: argparse.ArgumentParser, argv: list[str]) -> int:
-    from rlcompare.cli.frameworks import COMMANDS
+    from rlcompare.cli import frameworks, show
 
     args = cli.parse_args(argv)
-    return COMMANDS[args.command](args)
+    return {**frameworks.COMMANDS, **show.COMMANDS}[args.command](args)
 
 
 def test_frameworks_json_carries_every_fact_with_its_evidence(
@@ -576,8 +578,9 @@ def test_where_without_equals_is_an_argparse_error(
 
 def test_listing_frameworks_imports_no_rl_library_nor_pandas() -> None:
     code = (
-        "import argparse, sys\nfrom rlcompare.cli.frameworks import add_commands, COMMANDS\n"
-        "p = argparse.ArgumentParser(); add_commands(p.add_subparsers(dest='command'))\n"
+        "import argparse, sys\nfrom rlcompare.cli import frameworks, show\n"
+        "p = argparse.ArgumentParser(); s = p.add_subparsers(dest='command')\n"
+        "frameworks.add_commands(s); show.add_commands(s); COMMANDS = {**frameworks.COMMANDS, **show.COMMANDS}\n"
         "for argv in (['frameworks', '--json'], ['show', 'framework', 'rllib']):\n"
         "    a = p.parse_args(argv); assert COMMANDS[a.command](a) == 0\n"
         "heavy = sorted(m for m in ('torch', 'ray', 'stable_baselines3', 'tianshou', 'torchrl', 'skrl', 'gymnasium',"

@@ -200,7 +200,7 @@ def test_html_shows_verdicts_flag_variant_defaults_and_schedule(probed: Path, al
 
 def test_latex_shows_verdicts_flag_variant_defaults_and_schedule(probed: Path, alpha_sync_text: str) -> None:
     text = (probed / "rlcompare-report.tex").read_text()
-    assert "\\begin{tabular}{rlllrrrl}" in text and f"\\textbf{{{FLAG}}} \\\\" in text
+    assert "\\begin{tabular}{rlllllrrl}" in text and f"\\textbf{{{FLAG}}} \\\\" in text
     parity = _section(text, "\\subsection*{Parity}", "\\subsection*")
     assert f"beta & beta-fw & PPO & discrete & differs & {latex('value_clipping')} \\\\" in parity
     assert f"gamma & gamma-fw & PPO & discrete & \\textbf{{{FLAG}}} & - \\\\" in parity
@@ -277,7 +277,7 @@ def test_a_store_without_verdicts_says_the_runs_were_not_probed(tmp_path: Path) 
     assert "The runs were not probed: no run records parity verdicts" in page and "<th>parity</th>" not in page
     tex = (out / "rlcompare-report.tex").read_text()
     assert "The runs were not probed: no run records parity verdicts" in tex
-    assert "\\begin{tabular}{rlllrrr}" in tex
+    assert "\\begin{tabular}{rlllllrr}" in tex
     for table in ("parity", "effective_defaults", "schedule_differences"):
         assert pd.read_csv(out / "rlcompare-report-csv" / f"{table}.csv").empty, table
     assert "parity" not in json.loads((out / "rlcompare-report.json").read_text())["matrix"]

@@ -78,7 +78,8 @@ def test_every_canonical_ppo_setting_is_reported_with_its_native_name() -> None:
     assert entries["hyperparameters.clip_range"].status is Fidelity.APPROXIMATE
     assert "1/(1+eps)" in entries["hyperparameters.clip_range"].note
     assert entries["hyperparameters.minibatch_size"].status is Fidelity.EXACT
-    assert entries["algorithm"].status is Fidelity.EXACT and entries["algorithm"].native_value == "APPO"
+    assert "algorithm" not in entries  # not a canonical setting (APPO with async_rl=False is PPO: the mode's note)
+    assert entries["parallelism.mode"].status is Fidelity.EXACT and "PPO" in entries["parallelism.mode"].note
     assert entries["parallelism.workers"].native_name == "serial_mode"
 
 
@@ -90,7 +91,7 @@ def test_advantage_normalization_cannot_be_turned_off() -> None:
 def test_async_mode_is_appo_with_policy_lag_and_multiprocess() -> None:
     workload = _workload(parallelism={"envs_per_worker": 2, "workers": 1, "mode": "async"})
     entries = _by_setting(workload)
-    assert entries["algorithm"].status is Fidelity.APPROXIMATE
+    assert "max_policy_lag" in entries["parallelism.mode"].note
     assert entries["hyperparameters.gae_lambda"].status is Fidelity.APPROXIMATE
     assert entries["parallelism.workers"].status is Fidelity.APPROXIMATE
     kwargs, _ = SampleFactoryAdapter().native_config(workload)

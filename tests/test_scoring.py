@@ -142,14 +142,21 @@ def test_a_category_without_data_passes_its_weight_to_the_other() -> None:
     assert result.weights == {"p": 1.0}
 
 
-def test_rank_stability_is_full_for_a_clear_winner_and_lower_for_a_close_call() -> None:
+def test_rank_stability_is_full_for_a_clear_winner_and_a_close_call_is_a_tie() -> None:
     clear = synthetic([criterion("p", [("a", "w", 0, 0.9), ("b", "w", 0, 0.1)]),
                        criterion("q", [("a", "w", 0, 0.9), ("b", "w", 0, 0.2)])])
     assert clear.overall["a"].rank_stability == 1.0 and clear.overall["b"].rank_stability == 1.0
+    assert (clear.overall["a"].rank, clear.overall["b"].rank) == (1, 2) and not clear.overall["a"].tied_with
     close = synthetic([criterion("p", [("a", "w", 0, 0.51), ("b", "w", 0, 0.5)]),
                        criterion("q", [("a", "w", 0, 0.5), ("b", "w", 0, 0.51)]),
                        criterion("r", [("a", "w", 0, 0.5), ("b", "w", 0, 0.5)])])
-    assert 0.0 < close.overall["a"].rank_stability < 1.0
+    # perturbed weights put either one first: not separated, so they share the rank, marked tied,
+    # and each stays within the ranks its tie spans
+    assert (close.overall["a"].rank, close.overall["b"].rank) == (1, 1)
+    assert close.overall["a"].tied_with == ["b"] and close.overall["a"].rank_text == "1="
+    assert close.overall["a"].rank_stability == 1.0
+    [comparison] = close.overall_comparisons
+    assert 0.025 < comparison["p"] < 0.975 and not comparison["separated"]
 
 
 def test_overall_interval_contains_the_point_and_reflects_seed_spread() -> None:

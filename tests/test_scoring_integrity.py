@@ -200,8 +200,12 @@ def test_an_adapter_without_any_valid_result_does_not_take_a_criterion_out_of_th
     assert matrix.overall["x"].score.point > matrix.overall["y"].score.point  # the fidelity difference counts
     assert {matrix.overall["x"].rank, matrix.overall["y"].rank} == {1, 2}
     assert matrix.overall["refused"].rank in (None, 3, 4) and matrix.overall["failing"].rank in (None, 3, 4)
-    # a competing adapter without the value still takes it out of every overall score
+    # a competing adapter without the value scores the worst there (unknown never helps): the
+    # criterion stays in every overall score, its own included
     lacking = [(run_record(A, "z", s, final_return=90.0, throughput=1000.0), []) for s in range(2)]
     matrix = _score(tmp_path / "2", runs + refused + lacking)
-    assert any(entry["criterion"] == "setting_fidelity" and "z" in entry["reason"] for entry in matrix.left_out)
-    assert matrix.overall["x"].score.point == pytest.approx(matrix.overall["y"].score.point)
+    assert "setting_fidelity" not in {entry["criterion"] for entry in matrix.left_out}, matrix.left_out
+    assert matrix.weights["setting_fidelity"] > 0
+    [imputed] = [i for i in matrix.imputed if i["criterion"] == "setting_fidelity" and i["adapter"] == "z"]
+    assert imputed["score"] <= min(matrix.aggregates[("setting_fidelity", a)]["mean"].point for a in "xy")
+    assert matrix.overall["z"].score.point <= min(matrix.overall[a].score.point for a in "xy")

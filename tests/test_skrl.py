@@ -70,8 +70,11 @@ def test_skrl_run_is_valid_and_stored_with_curve_versions_and_fidelity(skrl_stor
     fidelity = {item["setting"]: item for item in json.loads(run["fidelity_json"])}
     assert set(fidelity) >= {f"hyperparameters.{key}" for key in type(workload.hyperparameters).model_fields
                              if key != "algorithm"}
-    assert set(fidelity) >= {"algorithm", "network.hidden_sizes", "network.activation", "parallelism.envs_per_worker",
+    assert set(fidelity) >= {"network.hidden_sizes", "network.activation", "parallelism.envs_per_worker",
                              "parallelism.workers", "parallelism.mode"}
+    # canonical settings and the family's variant settings only: nothing that could pad the fidelity share
+    assert not [s for s in fidelity if not s.startswith(("hyperparameters.", "network.", "parallelism.", "defaults.",
+                                                         "parity.", "schedule."))], sorted(fidelity)
     assert fidelity["hyperparameters.learning_rate"]["native_name"] == "learning_rate"
     assert fidelity["hyperparameters.gamma"] == {**fidelity["hyperparameters.gamma"], "status": "exact",
                                                  "native_name": "discount_factor"}

@@ -31,7 +31,8 @@ def test_the_default_tolerance_is_one_rollout_or_update_interval_of_every_env() 
     assert BudgetTolerance.for_workload(ppo) == BudgetTolerance("rollout", 512, 512)  # 128 x 4 envs
     assert BudgetTolerance.for_workload(workload_from_dict(DQN, "t")) == BudgetTolerance("update", 16, 16)
     asynchronous = workload_from_dict({**PPO, "parallelism": {"envs_per_worker": 4, "mode": "async"}}, "t")
-    assert BudgetTolerance.for_workload(asynchronous).overshoot_steps == 1024  # one more batch in flight
+    # the batch learned from and up to two more of every env in flight
+    assert BudgetTolerance.for_workload(asynchronous).overshoot_steps == 3 * 512
 
 
 def test_a_run_within_its_tolerance_is_valid() -> None:

@@ -34,15 +34,17 @@ CRITERIA: tuple[Criterion, ...] = (
     Criterion(
         id="glue_lines", title="Adapter glue size", category=DEVELOPMENT, unit="logical lines", direction=LOWER,
         per_workload=False, compute=per_adapter_criterion(glue_lines),
-        method="Logical lines of code (radon's LLOC) of the adapter module: the glue needed to run "
-               "rlcompare's standard workloads (translation of the canonical settings, training loop, "
-               "policy hand-over) on the framework." + _RATIO,
+        method="Logical lines of code (radon's LLOC) of the adapter's whole package (every module of the "
+               "top-level package that holds it, helper and parity-probe modules included): the glue needed to "
+               "run rlcompare's standard workloads (translation of the canonical settings, training loop, policy "
+               "hand-over, parity probes) on the framework. Benchmark baselines live outside it "
+               "(benchmarks/baselines.py)." + _RATIO,
     ),
     Criterion(
         id="glue_complexity", title="Adapter glue complexity", category=DEVELOPMENT, unit="cyclomatic complexity",
         direction=LOWER, per_workload=False, compute=per_adapter_criterion(glue_complexity),
-        method="Sum of the cyclomatic complexity (radon) of every function and method in the adapter "
-               "module." + _RATIO,
+        method="Sum of the cyclomatic complexity (radon) of every function and method in the adapter's "
+               "whole package (as glue_lines counts it)." + _RATIO,
     ),
     Criterion(
         id="install_size", title="Install footprint (size)", category=DEVELOPMENT, unit="MiB", direction=LOWER,
@@ -116,12 +118,16 @@ CRITERIA: tuple[Criterion, ...] = (
     Criterion(
         id="setting_fidelity", title="Workload fidelity", category=DEVELOPMENT, unit="share", direction=HIGHER,
         normalization="share", per_workload=False, compute=setting_fidelity,
-        method="How much of the workload reaches the framework as asked: every setting of a run's "
-               "fidelity report (canonical hyperparameters, network, parallelism, evaluation), as the "
-               "parity probe corrected it, scores 1 when mapped exactly, 0.5 approximately and 0 when "
-               "unsupported; a setting counts as exact only where the probe verified the family's update "
-               "(declared but unverified is approximate). One sample per workload started (its latest "
-               "run), averaged. A pair with most canonical settings unsupported is refused before running.",
+        method="How much of the workload reaches the framework as asked, over the workload's canonical "
+               "settings only (every hyperparameter of its family, the network's hidden sizes and activation, "
+               "the envs per worker and the workers: the same settings for every adapter; one the report "
+               "leaves out counts as unsupported, and entries outside them never count): each, as the parity "
+               "probe corrected it, scores 1 when mapped exactly, 0.5 approximately and 0 when unsupported; "
+               "a setting counts as exact only where the probe verified the family's update (declared but "
+               "unverified is approximate). A departure from the canonical update or schedule (a defaults.* "
+               "or schedule.* entry that is not exact) only lowers the share: it adds what it misses of one "
+               "setting to the denominator. One sample per workload started (its latest run), averaged. A "
+               "pair with most canonical settings unsupported is refused before running.",
     ),
     Criterion(
         id="release_age", title="Latest release age", category=DEVELOPMENT, unit="days", direction=LOWER,

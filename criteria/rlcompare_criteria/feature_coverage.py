@@ -84,20 +84,23 @@ def distributed_features(data: ScoringData, adapter_id: str) -> tuple[dict[str, 
 
 
 def distributed_feature_coverage(data: ScoringData) -> CriterionResult:
+    """The share of :data:`FEATURES` offered. A feature the registry does not know counts as not
+    offered (unknown never helps: dividing by the known features only would give a framework whose
+    taxonomy is unknown the best share); an adapter with no registry entry has no value (and scores
+    the worst, docs/criteria.md "Missing data")."""
     rows: list[Row] = []
     missing: list[Missing] = []
     notes = {}
     for adapter_id in data.adapters:
         found, reason = distributed_features(data, adapter_id)
-        known = {feature: present for feature, present in (found or {}).items() if present is not None}
-        if found is None or not known:
+        if found is None:
             missing.append((adapter_id, ALL_WORKLOADS, reason or "the registry taxonomy is unknown"))
             continue
-        rows.append((adapter_id, ALL_WORKLOADS, 0, sum(known.values()) / len(known)))
-        offered = [feature for feature, present in known.items() if present]
-        note = f"{len(offered)} of {len(known)}: " + (", ".join(offered) if offered else "none")
+        offered = [feature for feature, present in found.items() if present]
+        rows.append((adapter_id, ALL_WORKLOADS, 0, len(offered) / len(FEATURES)))
+        note = f"{len(offered)} of {len(FEATURES)}: " + (", ".join(offered) if offered else "none")
         unknown = [feature for feature, present in found.items() if present is None]
         if unknown:
-            note += f"; unknown: {', '.join(unknown)}"
+            note += f"; unknown (counted as not offered): {', '.join(unknown)}"
         notes[(adapter_id, ALL_WORKLOADS)] = note
     return CriterionResult.build(rows, missing, notes=notes)

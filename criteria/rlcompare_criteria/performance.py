@@ -58,12 +58,18 @@ def final_return(data: ScoringData) -> CriterionResult:
 
 def _first_reach(data: ScoringData) -> tuple[pd.DataFrame, pd.DataFrame, list[tuple[str, str, str]]]:
     """For ok runs of workloads with a success threshold: the first evaluation point whose mean
-    return reaches it (indexed by run id), the runs considered, and pairs that cannot be measured."""
+    return reaches it (indexed by run id; ``grid_steps`` is the grid point it stands for, its env
+    steps where the run recorded none), the runs considered, and pairs that cannot be measured."""
     import numpy as np
+    import pandas as pd
 
     ok = data.ok_runs
     measured = ok[ok["success_threshold"].notna()]
-    curves = data.curves[["run_id", "env_steps", "train_seconds", "return_mean"]]
+    curves = data.curves
+    grid = pd.to_numeric(curves["grid_steps"], errors="coerce") if "grid_steps" in curves else \
+        pd.Series(np.nan, index=curves.index)
+    curves = curves[["run_id", "env_steps", "train_seconds", "return_mean"]].assign(
+        grid_steps=grid.fillna(curves["env_steps"]).astype(float), on_grid=grid.notna())
     threshold = curves["run_id"].map(dict(zip(measured["run_id"], measured["success_threshold"], strict=True)))
     reached = curves[np.greater_equal(curves["return_mean"].to_numpy(), threshold.to_numpy(dtype=float))]
     first = reached.loc[reached.groupby("run_id", sort=False)["env_steps"].idxmin()].set_index("run_id")
@@ -94,7 +100,25 @@ def time_to_threshold_seconds(data: ScoringData) -> CriterionResult:
 
 
 def time_to_threshold_steps(data: ScoringData) -> CriterionResult:
-    return _time_to_threshold(data, "env_steps")
+    """Env steps to the threshold, read on the evaluation grid: each seed's value is the grid point
+    its first evaluation at the threshold stands for, so it is known to one evaluation interval."""
+    result = _time_to_threshold(data, "grid_steps")
+    result.notes.update(_grid_resolution_notes(data))
+    return result
+
+
+def _grid_resolution_notes(data: ScoringData) -> dict[tuple[str, str], str]:
+    """Per pair whose runs recorded grid points: the resolution its time to threshold is read at."""
+    first, measured, _ = data.memo("first_reach", lambda: _first_reach(data))
+    gridded = set(first.index[first["on_grid"].to_numpy(dtype=bool)])
+    notes = {}
+    for adapter, workload_id, run_id, digest in zip(measured["adapter"], measured["workload_id"], measured["run_id"],
+                                                    measured["workload_digest"], strict=True):
+        interval = (data.workload_specs.get(digest, {}).get("evaluation") or {}).get("interval_steps")
+        if run_id in gridded and interval:
+            notes[(adapter, workload_id)] = (f"read on the evaluation grid: +-{int(interval):,} env steps (one "
+                                             "evaluation interval); differences within it are ties")
+    return notes
 
 
 # -- sample efficiency -------------------------------------------------------------------------------
@@ -256,8 +280,12 @@ CRITERIA: tuple[Criterion, ...] = (
     Criterion(
         id="time_to_threshold_steps", title="Time to threshold (env steps)", category=PERFORMANCE,
         unit="env steps", direction=LOWER, compute=time_to_threshold_steps,
-        method="Environment steps (counted by the harness) at the first evaluation point whose mean "
-               "return reaches the workload's success threshold; seeds that never reach it are "
+        method="Environment steps at the first evaluation point whose mean return reaches the workload's "
+               "success threshold, read on the evaluation grid: every adapter is evaluated at the first "
+               "update boundary at or after each multiple of the evaluation interval, and a seed's value is "
+               "the grid point its evaluation stands for (its env steps for runs that recorded none, and "
+               "for a final evaluation off the grid). A value is known to one evaluation interval (+-), "
+               "so differences within one interval are ties, not ranks. Seeds that never reach it are "
                "censored as for the wall-time variant. Scored relative to the best adapter's mean.",
     ),
     Criterion(

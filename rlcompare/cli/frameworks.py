@@ -41,11 +41,7 @@ def add_commands(subparsers: Any) -> None:
     frameworks.add_argument("--where", action="append", default=[], metavar="KEY=VALUE", type=_where_expression,
                             help="filter, repeatable (ANDed), e.g. --where synchronization=asynchronous, "
                                  "--where weight_sync=nccl-broadcast, --where survey=hf-2026, --where domain=llm")
-
-    show = subparsers.add_parser("show", help="print one registry entry with the evidence of every fact")
-    show.add_argument("kind", choices=("framework",), help="what to show")
-    show.add_argument("name", metavar="ID", help="the entry's id (see `rlcompare frameworks`)")
-    show.add_argument("--json", action="store_true", help="machine-readable output")
+    # `rlcompare show framework ID` is parsed by rlcompare.cli.show, which calls cmd_show below
 
 
 def _where_expression(text: str) -> str:
@@ -153,4 +149,4 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"frameworks": cmd_frameworks, "show": cmd_show}
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"frameworks": cmd_frameworks}

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import rlcompare
-from rlcompare.cli import env, frameworks, parity, report, score
+from rlcompare.cli import env, frameworks, parity, report, score, show
 from rlcompare.cli.options import (
     DEFAULT_STORE,
     DEFAULT_TIMEOUT_SECONDS,
@@ -27,6 +27,7 @@ from rlcompare.cli.options import (
     positive_float,
     positive_int,
 )
+from rlcompare.cli.plan_view import grain_text, pair_views
 from rlcompare.cli.progress import ConsoleProgress, note
 from rlcompare.errors import RLCompareError, UsageError
 from rlcompare.execution.backend import BackendOptions, Limits, cpus_needed
@@ -39,6 +40,7 @@ from rlcompare.plan.parity import with_parity
 from rlcompare.plan.placement import place_runs
 from rlcompare.plugins.manager import Plugins, build_plugin_manager
 from rlcompare.pyenvs.manager import isolation_reason
+from rlcompare.spec.evaluation_grid import interval_warnings
 from rlcompare.store.sqlite_store import Store
 
 
@@ -58,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name, text in (("plan", "print the run matrix"), ("run", "execute the run matrix")):
         command = commands.add_parser(name, help=text)
         command.add_argument("--suite", help="a built-in or plugin suite (see `rlcompare list suites`)")
-        command.add_argument("--workload", nargs="+", default=[], metavar="FILE", help="workload TOML files")
+        command.add_argument("--workload", nargs="+", default=[], metavar="FILE|ID",
+                             help="workload TOML files, or ids of registered workloads (`rlcompare list workloads`)")
         command.add_argument("--adapters", type=name_list, metavar="A,B", help="adapters to run (default: all)")
         command.add_argument("--seeds", type=positive_int, metavar="N", help="seeds per workload (0..N-1)")
         command.add_argument("--json", action="store_true", help="machine-readable output")
@@ -86,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
                                  help="run every adapter in its own environment (default: only those that do "
                                       "not fit the main one; see `rlcompare env`)")
 
-    for group in (frameworks, env, parity, score, report):
+    for group in (frameworks, env, parity, score, report, show):
         group.add_commands(commands)
     return parser
 
@@ -255,6 +258,13 @@ def _plugins_and_plan(args: argparse.Namespace) -> tuple[Plugins, Plan]:
     return plugins, build_plan(catalogue, workloads, args.adapters, args.seeds)
 
 
+def _warn_off_grid(plan: Plan) -> None:
+    """Once every input is checked: workloads whose evaluations cannot land on update boundaries
+    (allowed, said once per workload; :mod:`rlcompare.spec.evaluation_grid`)."""
+    for line in interval_warnings([*(run.workload for run in plan.runs), *(r.workload for r in plan.refused)]):
+        print(f"warning: {line}", file=sys.stderr)
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     plan = _plan_from_args(args)
     cpus = usable_cpus()
@@ -266,6 +276,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
                      for r in plan.runs],
             "refused": [{"workload": r.workload.id, "adapter": r.adapter_id, "reason": r.reason}
                         for r in plan.refused],
+            "pairs": pair_views(plan),  # each pair's grain and fidelity report, before any run
             "usable_cpus": cpus,
         })
         return 0
@@ -278,9 +289,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
             flag = f"\toversubscribed: needs {needed} CPUs, this machine has {cpus}"
         print(f"{run.run_id}\tworkload={run.workload.id}\tadapter={run.adapter_id}\tseed={run.seed}"
               f"\tenv={run.workload.env}\talgorithm={run.workload.algorithm}\tsteps={run.workload.env_steps}"
-              f"\tcpus={needed}{flag}")
+              f"\tgrain={grain_text(run)}\tcpus={needed}{flag}")
     for refused in plan.refused:
         print(f"refused\t{refused.reason}")
+    _warn_off_grid(plan)
     note = f"; {crowded} need more CPUs than this machine has (their throughput measures contention)" if crowded else ""
     print(f"# {len(plan.runs)} runs, {len(plan.refused)} refused pairs{note}", file=sys.stderr)
     return 0
@@ -298,6 +310,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     backend.check()
     with Store(args.store) as store:
         store.check_writable()
+        _warn_off_grid(plan)
         # adapters that do not fit the main environment get their own, built before any run starts
         plan = place_runs(plugins.adapters, plan, isolate=args.isolate, log=note)
         if not args.no_parity:  # each framework's own update against the reference, cached per version
@@ -333,11 +346,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"list": cmd_list, "doctor": cmd_doctor, "plan": cmd_plan, "run": cmd_run,
-            **frameworks.COMMANDS, **env.COMMANDS, **parity.COMMANDS, **score.COMMANDS, **report.COMMANDS}
+            **frameworks.COMMANDS, **env.COMMANDS, **parity.COMMANDS, **score.COMMANDS, **report.COMMANDS,
+            **show.COMMANDS}
 
 
 #: Commands that only read and analyse a store (see main()).
-_ANALYSIS_COMMANDS = ("score", "report", "cite", "bundle", "verify")
+_ANALYSIS_COMMANDS = ("score", "report", "cite", "bundle", "verify", "show")
 
 
 def _raise_broken_pipe(_console: Any) -> None:

@@ -17,6 +17,7 @@ from rlcompare.cli.progress import note
 from rlcompare.harness.measurement_cache import MeasurementCache
 from rlcompare.plugins.manager import Plugins, build_plugin_manager
 from rlcompare.reporting.numbers import format_number
+from rlcompare.reporting.tables import imputed_reasons
 from rlcompare.scoring.criteria import ALL_WORKLOADS, CriterionValue
 from rlcompare.scoring.profiles import BUILTIN_PROFILES, DEFAULT_PROFILE
 from rlcompare.store.library_versions import mixed_version_warnings
@@ -109,6 +110,34 @@ def _score_bundle(args: argparse.Namespace, plugins: Plugins) -> tuple[ScoreMatr
 COMMANDS = {"score": cmd_score}
 
 
+def print_ranking(matrix: ScoreMatrix) -> None:
+    """The ranking as plain lines, in rank order: rank (``2=`` when tied), adapter, overall score,
+    and the tier that ranks it before the score, so a score is never read beside a rank unexplained."""
+    ranked = [matrix.overall[a] for a in matrix.ranked_adapters]
+    width = max(len(o.adapter) for o in ranked)
+    scores = [_estimate_text(o.score) for o in ranked]
+    score_width = max(len(text) for text in scores)
+    print("\nRanking (tier, then overall score; '=' a tie):")
+    for o, text in zip(ranked, scores, strict=True):
+        tied = f"; tied with {', '.join(o.tied_with)}" if o.tied_with else ""
+        print(f"  {o.rank_text:<4} {o.adapter:<{width}}  {text:<{score_width}}  tier: {o.tier}{tied}")
+    notes = [(o.adapter, o.rank_note) for o in ranked if o.rank_note]
+    if notes:
+        print("A higher score ranked lower, and why:")
+        for adapter, note in notes:
+            print(f"  {adapter}: {note}")
+    print()
+
+
+def ranks_line(learning_first: bool) -> str:
+    """How ranks are ordered, in one line (the tier's keys, then the score, and what a tie is)."""
+    learning = ", workloads solved, workloads learned" if learning_first else ""
+    return (f"Ranks: by parity standing (where probed), then by the number of workloads with a valid result{learning}, "
+            "then by overall score; '=' marks adapters whose overall scores the bootstrap (seeds and weights "
+            "resampled) does not separate, which share a rank.")
+
+
+
 # -- rendering ---------------------------------------------------------------------------------------
 
 
@@ -160,7 +189,7 @@ def _heading(criterion: Any) -> str:
 def render(matrix: ScoreMatrix, caveats: Sequence[str] = ()) -> None:
     """The matrix as rich tables: scores, performance by workload, development facilitation, the
     reasons for missing cells, and ``caveats`` on the comparison (e.g. mixed gymnasium versions)."""
-    adapters = matrix.adapters
+    adapters = matrix.ranked_adapters  # columns in rank order: a score is read beside its rank
     headers = [f"{a}\n({matrix.frameworks.get(a, '?')})" for a in adapters]
 
     rows = []
@@ -175,13 +204,15 @@ def render(matrix: ScoreMatrix, caveats: Sequence[str] = ()) -> None:
         rows.append([f"{_title(criterion)} ({cid})", f"{weight:.3f}", *cells])
     overall = [matrix.overall[a] for a in adapters]
     rows.append(["OVERALL SCORE", "1.000", *[_estimate_text(o.score) for o in overall]])
-    rows.append(["workloads with a valid result", "", *[str(o.valid_workloads) for o in overall]])
-    rows.append(["rank", "", *["-" if o.rank is None else str(o.rank) for o in overall]])
+    rows.append(["tier (ranks before the score)", "", *[o.tier for o in overall]])
+    rows.append(["rank (= tied)", "", *[o.rank_text for o in overall]])
+    rows.append(["tied with", "", *[", ".join(o.tied_with) or "-" for o in overall]])
     rows.append(["rank stability", "", *["-" if o.rank_stability is None else f"{o.rank_stability:.0%}"
                                          for o in overall]])
     rows.append(["weight with data", "", *[f"{o.weight_coverage:.0%}" for o in overall]])
     _print_table(f"Scores, profile {matrix.profile.name} (normalized, mean over workloads, 95% CI)",
                  ["criterion", "weight", *headers], rows)
+    print_ranking(matrix)
 
     per_workload = [cid for cid, c in matrix.criteria.items() if c.per_workload]
     rows = []
@@ -216,11 +247,11 @@ def render(matrix: ScoreMatrix, caveats: Sequence[str] = ()) -> None:
         for run in matrix.excluded_runs:
             print(f"  {run['run_id']}: {run['status']}: {run['reason'] or 'no reason recorded'}")
     if matrix.imputed:
-        print("\nScored the worst on a workload it has no valid run on:")
-        for item in sorted({(i["adapter"], i["workload"]) for i in matrix.imputed}):
-            print(f"  {item[0]} / {item[1]}")
+        print("\nScored the worst where others have a value (unknown never helps):")
+        for item in imputed_reasons(matrix):
+            print(f"  {item['adapter']} / {item['workload']}: {item['reason']} [{item['criteria']}]")
     if matrix.left_out:
-        print("\nLeft out of every overall score (not every compared adapter has a value):")
+        print("\nLeft out of every overall score (no adapter has a value; the weight passes to its category):")
         for item in matrix.left_out:
             where = "" if item["workload"] == ALL_WORKLOADS else f" on {item['workload']}"
             print(f"  {item['criterion']}{where}: {item['reason']}")
@@ -228,6 +259,6 @@ def render(matrix: ScoreMatrix, caveats: Sequence[str] = ()) -> None:
         print("\nWarning: runs on different gymnasium versions:")
         for caveat in caveats:
             print(f"  {caveat}")
-    print("\nRanks: by the number of workloads with a valid result, then by overall score.")
+    print(f"\n{ranks_line(matrix.profile.learning_first)}")
     for error in matrix.errors:
         print(f"error: {error}", file=sys.stderr)

@@ -70,6 +70,8 @@ class _InFlight:
     directory: RunDirectory
     launched_at: float
     handle: Any
+    #: The most runs this driver had in flight at once while this one ran (itself included).
+    peak_in_flight: int = 1
 
 
 def run_spec(planned: PlannedRun, directory: RunDirectory, launched_at: float) -> RunSpec:
@@ -125,6 +127,7 @@ class Driver:
                 pending.append(planned)
         if not pending:
             return summary
+        pending = round_robin(pending)
         self.backend.open()
         active: list[_InFlight] = []
         restore = self._catch_signals()
@@ -133,6 +136,8 @@ class Driver:
             while ((pending and not summary.unstored) or active) and self._stop_signal is None:
                 while pending and len(active) < capacity and not summary.unstored and self._stop_signal is None:
                     active.append(self._submit(pending.pop(0)))
+                    for run in active:
+                        run.peak_in_flight = max(run.peak_in_flight, len(active))
                 news = {id(handle) for handle in self.backend.wait([run.handle for run in active], POLL_SECONDS)}
                 for run in [run for run in active if id(run.handle) in news]:
                     ending = self.backend.poll(run.handle)
@@ -185,7 +190,7 @@ class Driver:
 
     def _finish(self, run: _InFlight, ending: Ending, summary: RunSummary) -> RunOutcome:
         curve = run.directory.read_progress()
-        record = build_record(run.planned, ending, curve, run.launched_at)
+        record = build_record(run.planned, ending, curve, run.launched_at, runs_in_flight=run.peak_in_flight)
         self._store(record, curve, run.directory, summary)
         outcome = RunOutcome(run.planned.run_id, record.status, record)
         if self.on_finish is not None:
@@ -243,8 +248,25 @@ def planned_from_spec(spec: RunSpec, families: Families | None = None) -> Planne
 _NO_RESULT = RunResult(run_id="?", status="failed")
 
 
-def build_record(planned: PlannedRun, ending: Ending, curve: Sequence[CurvePoint], launched_at: float) -> RunRecord:
-    """The stored record of a run: its result, curve and measurements, judged for validity."""
+def round_robin(runs: Sequence[PlannedRun]) -> list[PlannedRun]:
+    """``runs`` taken one adapter at a time in turn (adapters in order of first appearance, each
+    adapter's runs in their planned order), so the machine's load spreads evenly over the adapters
+    instead of one adapter's seeds running back to back (their timings are then compared under the
+    same contention)."""
+    queues: dict[str, list[PlannedRun]] = {}
+    for planned in runs:
+        queues.setdefault(planned.adapter_id, []).append(planned)
+    ordered: list[PlannedRun] = []
+    for turn in range(max((len(queue) for queue in queues.values()), default=0)):
+        ordered.extend(queue[turn] for queue in queues.values() if turn < len(queue))
+    return ordered
+
+
+def build_record(planned: PlannedRun, ending: Ending, curve: Sequence[CurvePoint], launched_at: float,
+                 runs_in_flight: int | None = None) -> RunRecord:
+    """The stored record of a run: its result, curve and measurements, judged for validity.
+    ``runs_in_flight``: the most runs its driver had in flight at once while it ran (None: unknown,
+    e.g. a run left by a driver that died)."""
     workload = planned.workload
     tolerance = planned.budget_tolerance
     result = ending.result or _NO_RESULT
@@ -287,6 +309,11 @@ def build_record(planned: PlannedRun, ending: Ending, curve: Sequence[CurvePoint
         peak_rss_bytes=ending.peak_rss_bytes,
         cpus_needed=cpus_needed(planned),
         cpus_given=ending.cpus_given,
+        load_start=result.load_start,
+        load_end=result.load_end,
+        load_cpus=result.load_cpus,
+        cpu_steal=result.cpu_steal,
+        runs_in_flight=runs_in_flight,
         final_return_mean=result.final_return_mean if status == "ok" else None,
         final_return_std=result.final_return_std if status == "ok" else None,
         success_threshold=workload.success_threshold,

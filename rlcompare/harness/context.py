@@ -17,7 +17,8 @@ from typing import Any
 
 from rlcompare.harness import run_directory as rundir
 from rlcompare.harness.counted_envs import DEFAULT_SLOTS, EnvFactory, StepCounter
-from rlcompare.harness.evaluation import EvaluationResult, Evaluator, Policy
+from rlcompare.harness.evaluation import EvaluationGrid, EvaluationResult, Evaluator, Policy
+from rlcompare.harness.machine_load import LoadSample
 from rlcompare.harness.protocol import CurvePoint
 from rlcompare.harness.schedule import ScheduleTrace
 from rlcompare.harness.workload_view import WorkloadLike
@@ -43,8 +44,13 @@ class TrainingContext:
         protocol = workload.evaluation
         first = seed * protocol.episodes + protocol.seed_offset
         self._evaluator = Evaluator(workload.env, workload.env_kwargs, list(range(first, first + protocol.episodes)))
-        self._next_evaluation = 0 if protocol.at_start else protocol.interval_steps
+        self.grid = EvaluationGrid(protocol.interval_steps, protocol.at_start)
         self._last_evaluated_at: int | None = None
+        #: Updates traced so far (``trace("update")``) and the env-step count at the last one.
+        self.updates = 0
+        self._last_update_at: int | None = None
+        #: The machine's load when the run started (its end is sampled in :meth:`summary`).
+        self.load_at_start = LoadSample.now()
         self.curve: list[CurvePoint] = []
         self.startup_seconds: float | None = None
         self.evaluation_seconds = 0.0
@@ -88,23 +94,29 @@ class TrainingContext:
         self._training_started = time.perf_counter()
 
     def checkpoint(self, policy: Policy, framework_env_steps: int | None = None) -> bool:
-        """Evaluate ``policy`` if an evaluation point is due; return whether it evaluated.
+        """Evaluate ``policy`` if a point of the evaluation grid is due; return whether it evaluated.
 
-        Cheap when nothing is due; call it after every environment step or rollout.
+        Cheap when nothing is due; call it after every environment step or rollout. A grid point is
+        evaluated at the first update boundary at or after it (:class:`EvaluationGrid`): once an
+        update traced with ``trace("update")`` at or after the point has happened.
         """
         steps = self.env_steps
-        if steps < self._next_evaluation:
+        grid_point = self.grid.due(steps, self.updates, self._last_update_at)
+        if grid_point is None:
             return False
-        self._evaluate(policy, steps, framework_env_steps)
-        interval = self.workload.evaluation.interval_steps
-        self._next_evaluation = (steps // interval + 1) * interval
+        self._evaluate(policy, steps, framework_env_steps, grid_point)
         return True
 
     def trace(self, event: str, value: float | None = None) -> None:
         """Record a training event at the harness's current env-step count: ``gradient_step``,
         ``target_sync``, ``exploration`` (``value``: epsilon), ``update`` (:mod:`rlcompare.harness.schedule`).
-        Call it from the framework's callbacks, or by wrapping its optimizer and target update."""
-        self.schedule.record(event, self.counter.steps(), value)
+        Call it from the framework's callbacks, or by wrapping its optimizer and target update.
+        ``update`` events also place the evaluations on the grid (:meth:`checkpoint`)."""
+        steps = self.counter.steps()
+        self.schedule.record(event, steps, value)
+        if event == "update":
+            self.updates += 1
+            self._last_update_at = steps
 
     # -- for the harness ---------------------------------------------------------------------------
 
@@ -133,10 +145,11 @@ class TrainingContext:
         self.stop_training()
         steps = self.env_steps
         if self._last_evaluated_at != steps or not self.curve:
-            self._evaluate(policy, steps, framework_env_steps)
+            self._evaluate(policy, steps, framework_env_steps, self.grid.final(steps))
         return self.curve[-1]
 
-    def _evaluate(self, policy: Policy, steps: int, framework_env_steps: int | None) -> None:
+    def _evaluate(self, policy: Policy, steps: int, framework_env_steps: int | None,
+                  grid_point: int | None) -> None:
         started = time.perf_counter()
         result: EvaluationResult = self._evaluator.evaluate(policy)
         self._exclude(time.perf_counter() - started)
@@ -148,7 +161,11 @@ class TrainingContext:
             return_std=result.std,
             returns=tuple(result.returns),
             episode_length_mean=float(sum(result.lengths)) / len(result.lengths),
+            grid_steps=grid_point,
+            updates=self.updates or None,  # None: no update traced yet, placed by the checkpoint call
         )
+        if grid_point is not None:
+            self.grid.taken(grid_point)
         self.curve.append(point)
         self._last_evaluated_at = steps
         # The bookkeeping is the harness's too: excluded from training time like the evaluation.
@@ -179,4 +196,5 @@ class TrainingContext:
             "evaluation_seconds": self.evaluation_seconds,
             "torch_threads": self.torch_threads,
             "schedule": self.schedule.summary() or None,
+            **self.load_at_start.until(LoadSample.now()).to_dict(),
         }

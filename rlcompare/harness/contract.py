@@ -131,10 +131,12 @@ class Adapter(ABC):
     def budget_tolerance(self, workload: WorkloadLike) -> BudgetTolerance:
         """How far a run may land from its budget, and the framework's count from the harness's.
 
-        The default follows the workload: one rollout of every env for on-policy algorithms, one
-        update interval for off-policy ones, doubled in async mode. An adapter whose loop meets the
-        budget at a coarser grain (whole episodes, generations of a population) overrides this and
-        says so; the run's validity verdict (:mod:`rlcompare.harness.validity`) is judged against it.
+        The workload's algorithm family sets the grain, and this default is what it allows: one
+        rollout of every env for on-policy algorithms, one update interval for off-policy ones, one
+        generation for evolutionary ones, three of them with asynchronous sampling. An adapter may
+        override it with a *finer* tolerance (its loop meets the budget more closely), never a coarser
+        one: a coarser declaration refuses the pair when the run matrix is planned. The run's validity
+        verdict (:mod:`rlcompare.harness.validity`) is judged against it.
         """
         return BudgetTolerance.for_workload(workload)
 

@@ -63,3 +63,50 @@ class Evaluator:
     def close(self) -> None:
         for env in self.envs:
             env.close()
+
+
+class EvaluationGrid:
+    """The common evaluation grid: every multiple of ``interval`` env steps (0 too when ``at_start``),
+    each evaluated once, by one rule for every adapter.
+
+    A grid point is evaluated at the first *update boundary* at or after it: at the first checkpoint
+    after an update that was traced (``context.trace("update")``) at or after the point's env steps.
+    So an adapter that calls ``checkpoint`` after every env step (SB3) and one that calls it after
+    every update are evaluated after the same updates. An update's position is the harness's count
+    when it was traced (with rollout workers in other processes a few steps of the next rollout may
+    be counted already: an update that ended just before a point can then count as at it). Until a
+    run has traced an update (an adapter that traces none, or an off-policy run before learning
+    starts) a due point is evaluated at the first checkpoint at or after it instead: there is no
+    update boundary to wait for. An evaluation that comes late for several grid points (one update
+    covers more than an interval) stands for the last of them. The final evaluation, when training has ended, is the last update boundary: it
+    stands for a grid point that is due by then, else for none (off the grid).
+    """
+
+    def __init__(self, interval: int, at_start: bool) -> None:
+        if interval < 1:
+            raise ValueError(f"evaluation interval must be a positive number of env steps, got {interval}")
+        self.interval = interval
+        #: The next grid point not evaluated yet.
+        self.next_point = 0 if at_start else interval
+
+    def due(self, env_steps: int, updates: int, last_update_at: int | None) -> int | None:
+        """The grid point an evaluation made now stands for (``env_steps`` counted, ``updates`` traced
+        so far, the last at ``last_update_at``), or None when none is due yet."""
+        if env_steps < self.next_point:
+            return None
+        if updates == 0 or last_update_at is None:
+            return self._last_point_at(env_steps)
+        if last_update_at < self.next_point:
+            return None  # the update boundary at or after the point has not come yet
+        return self._last_point_at(last_update_at)
+
+    def final(self, env_steps: int) -> int | None:
+        """The grid point the final evaluation (training has ended) stands for, or None (off the grid)."""
+        return None if env_steps < self.next_point else self._last_point_at(env_steps)
+
+    def taken(self, grid_point: int) -> None:
+        """Record that ``grid_point`` was evaluated: the next due point is the one after it."""
+        self.next_point = max(self.next_point, grid_point + self.interval)
+
+    def _last_point_at(self, env_steps: int) -> int:
+        return max(self.next_point, (env_steps // self.interval) * self.interval)

@@ -8,6 +8,12 @@ writes the outcome, with the seconds it took in ``OUTCOME.seconds``; an exceptio
 
 from __future__ import annotations
 
+# ruff: noqa: E402 - run as ``python -m``, the current directory leaves the import path first of all
+from rlcompare.harness.import_path import drop_current_directory
+
+if __name__ == "__main__":
+    drop_current_directory()  # before numpy, torch, the adapter and its framework are imported
+
 import json
 import os
 import sys

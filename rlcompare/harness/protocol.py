@@ -141,7 +141,15 @@ class RunSpec:
 
 @dataclass(frozen=True)
 class CurvePoint:
-    """One evaluation of a run's policy by the harness."""
+    """One evaluation of a run's policy by the harness, made at ``env_steps``.
+
+    ``grid_steps`` is the point of the workload's evaluation grid (a multiple of
+    ``evaluation.interval_steps``) it stands for: the harness evaluates each grid point at the first
+    update boundary at or after it (:class:`rlcompare.harness.evaluation.EvaluationGrid`); None for a
+    final evaluation off the grid. ``updates`` is the number of updates the adapter had traced before
+    it; None when it had traced none (then the point was placed at the first checkpoint at or after
+    its grid point).
+    """
 
     env_steps: int
     framework_env_steps: int | None
@@ -150,6 +158,8 @@ class CurvePoint:
     return_std: float
     returns: tuple[float, ...]
     episode_length_mean: float
+    grid_steps: int | None = None
+    updates: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -171,6 +181,8 @@ class CurvePoint:
             return_std=_number(values, "return_std", where, default=math.nan),
             returns=tuple(math.nan if item is None else float(item) for item in returns),
             episode_length_mean=_number(values, "episode_length_mean", where, default=math.nan),
+            grid_steps=_optional_integer(values, "grid_steps", where),
+            updates=_optional_integer(values, "updates", where),
         )
 
 
@@ -203,6 +215,11 @@ class RunResult:
     worker_seconds: float | None = None
     #: What the framework's schedule did, traced by the adapter (:mod:`rlcompare.harness.schedule`).
     schedule: dict[str, Any] | None = None
+    #: The machine's load while the run ran (:class:`rlcompare.harness.machine_load.RunLoad`).
+    load_start: float | None = None
+    load_end: float | None = None
+    load_cpus: int | None = None
+    cpu_steal: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = {item.name: getattr(self, item.name) for item in fields(self)}
@@ -242,6 +259,10 @@ class RunResult:
             torch_threads=_optional_integer(values, "torch_threads", where),
             worker_seconds=_optional_number(values, "worker_seconds", where),
             schedule=None if values.get("schedule") is None else _table(values["schedule"], f"{where} field 'schedule'"),
+            load_start=_optional_number(values, "load_start", where),
+            load_end=_optional_number(values, "load_end", where),
+            load_cpus=_optional_integer(values, "load_cpus", where),
+            cpu_steal=_optional_number(values, "cpu_steal", where),
         )
 
 

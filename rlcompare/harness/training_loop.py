@@ -26,7 +26,7 @@ class TrainingSetup(Protocol):
     def policy_fn(self, deterministic: bool) -> Policy:
         """The current policy as a batch-of-observations -> batch-of-actions function."""
 
-    def run(self, after_update: Callable[[int], None] | None = None) -> None:
+    def run(self, after_update: Callable[[int], None]) -> None:
         """Train for the workload's budget, calling ``after_update(framework_steps)`` after each
         update (or before each collection)."""
 

@@ -7,6 +7,11 @@ disagrees with the harness's, no evaluation happened, or an evaluation returned 
 stored with status ``invalid`` and the reasons, is left out of every performance criterion and
 counts as not completed. The tolerances follow from the workload and the adapter's declared
 :class:`BudgetTolerance`, never from a constant.
+
+The algorithm family sets the grain (:meth:`BudgetTolerance.for_workload`): an adapter may declare
+a finer tolerance than its family gives, never a coarser one (a coarser declaration refuses the
+pair when the run matrix is planned, :func:`grain_refusal`), so no adapter is held to a wider window
+than another on the same workload.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
+
+from rlcompare.harness.workload_view import ASYNC_UNITS
 
 if TYPE_CHECKING:
     from rlcompare.harness.workload_view import WorkloadLike
@@ -47,17 +54,53 @@ class BudgetTolerance:
 
     @classmethod
     def for_workload(cls, workload: WorkloadLike) -> BudgetTolerance:
-        """The default: one unit of the workload's algorithm family, as the family declares it (one
-        rollout of every env for on-policy methods, one update interval for off-policy ones, one
-        generation for evolutionary ones), twice that with asynchronous sampling (one more batch
-        in flight)."""
+        """What the workload's algorithm family allows, and the default: one unit of the family's
+        grain, as the family declares it (one rollout of every env for on-policy methods, one
+        update interval for off-policy ones, one generation for evolutionary ones); with
+        asynchronous sampling, :data:`ASYNC_UNITS` of them (the samplers run ahead of the learner:
+        besides the batch learned from, up to two more of every env in flight, as double-buffered
+        samplers keep them). An adapter may declare a finer tolerance, never a coarser one
+        (:func:`grain_refusal`; the plan refuses the pair)."""
         steps = workload.rollout_env_steps
         if workload.parallelism.mode == "async":
-            steps *= 2
+            steps *= ASYNC_UNITS
         return cls(workload.family.granularity, steps, steps)
+
+    def window(self, budget: int) -> tuple[int, int]:
+        """The env steps a run of ``budget`` may end at, both ends included."""
+        return max(0, budget - self.overshoot_steps), budget + self.overshoot_steps
+
+    def describe(self) -> str:
+        """One phrase: ``rollout, +-256 env steps`` (and the count gap where it differs)."""
+        text = f"{self.granularity}, +-{self.overshoot_steps} env steps"
+        if self.count_gap_steps != self.overshoot_steps:
+            text += f", counts within {self.count_gap_steps}"
+        return text
+
+    def coarser_than(self, allowed: BudgetTolerance) -> list[str]:
+        """How this tolerance is coarser than ``allowed`` (empty when it is as fine or finer): a
+        coarser granularity, or more env steps of overshoot or of count gap."""
+        found = []
+        if GRANULARITIES.index(self.granularity) > GRANULARITIES.index(allowed.granularity):
+            found.append(f"a {self.granularity} is coarser than a {allowed.granularity}")
+        if self.overshoot_steps > allowed.overshoot_steps:
+            found.append(f"{self.overshoot_steps} env steps of overshoot, more than {allowed.overshoot_steps}")
+        if self.count_gap_steps > allowed.count_gap_steps:
+            found.append(f"a count gap of {self.count_gap_steps}, more than {allowed.count_gap_steps}")
+        return found
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def grain_refusal(declared: BudgetTolerance, allowed: BudgetTolerance, family: str) -> str | None:
+    """Why a declared tolerance may not judge a run of a family that allows ``allowed`` (None when
+    it may): the family sets the grain; an adapter may declare a finer one, never a coarser one."""
+    coarser = declared.coarser_than(allowed)
+    if not coarser:
+        return None
+    return (f"it declares a budget grain of {declared.describe()}, coarser than {family} allows "
+            f"({allowed.describe()}): {'; '.join(coarser)}")
 
 
 @dataclass(frozen=True)

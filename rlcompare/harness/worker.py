@@ -14,6 +14,12 @@ The worker writes its outcome to ``result.json`` in the run directory; the curve
 
 from __future__ import annotations
 
+# ruff: noqa: E402 - run as ``python -m``, the current directory leaves the import path first of all
+from rlcompare.harness.import_path import drop_current_directory
+
+if __name__ == "__main__":
+    drop_current_directory()  # before numpy, gymnasium, the adapter and its framework are imported
+
 import dataclasses
 import importlib
 import json

@@ -15,6 +15,11 @@ import copy
 from collections.abc import Collection, Mapping
 from typing import Any, Protocol
 
+#: Units of its family's budget grain a run with asynchronous sampling may land from its budget: the
+#: batch being learned from and up to two more of every env in flight (double-buffered samplers);
+#: :meth:`rlcompare.harness.validity.BudgetTolerance.for_workload`.
+ASYNC_UNITS = 3
+
 
 class FamilyLike(Protocol):
     """What the harness reads of a workload's algorithm family."""
@@ -198,7 +203,7 @@ class WorkloadView(Section):
         if resolved is not None:
             return int(resolved)
         steps = self.rollout_env_steps
-        return steps * 2 if self.parallelism.mode == "async" else steps
+        return steps * ASYNC_UNITS if self.parallelism.mode == "async" else steps
 
     @property
     def seed_values(self) -> list[int]:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from rlcompare.errors import IncompatibleError, UsageError
+from rlcompare.errors import IncompatibleError, UnknownNameError, UsageError
 from rlcompare.harness.contract import Adapter
 from rlcompare.harness.fidelity import Fidelity, FidelityEntry
 from rlcompare.harness.protocol import UNKNOWN_ORIGIN, Origin, WorkerEnvironment
-from rlcompare.harness.validity import BudgetTolerance
+from rlcompare.harness.validity import BudgetTolerance, grain_refusal
 from rlcompare.plan.catalogue import PlanCatalogue
 from rlcompare.spec.workload import Workload, check_environment, load_workload_file
 
@@ -71,22 +72,41 @@ class Plan:
 
 
 def resolve_workloads(catalogue: PlanCatalogue, suite: str | None, workload_files: Sequence[str]) -> list[Workload]:
-    """The workloads a command names: a suite's, or those read from files (never both); files may
-    name any family the catalogue knows."""
+    """The workloads a command names: a suite's, or those given one by one (never both), each a
+    workload file or the id of a registered workload (:func:`named_workload`); files may name any
+    family the catalogue knows."""
     if suite and workload_files:
         raise UsageError("give either --suite or --workload, not both")
     if suite:
         workloads = catalogue.suite(suite)
     elif workload_files:
-        workloads = [load_workload_file(path, catalogue.families) for path in workload_files]
+        workloads = [named_workload(catalogue, name) for name in workload_files]
     else:
-        raise UsageError("nothing to do: give --suite NAME or --workload FILE")
+        raise UsageError("nothing to do: give --suite NAME or --workload FILE|ID")
     seen: set[str] = set()
     for workload in workloads:
         if workload.id in seen:
             raise UsageError(f"workload id {workload.id!r} appears twice; ids must be unique in one matrix")
         seen.add(workload.id)
     return workloads
+
+
+def named_workload(catalogue: PlanCatalogue, name: str) -> Workload:
+    """What one ``--workload`` names: the file at ``name`` when there is one (a file wins over a
+    registered workload of the same name), else the registered workload with that id (a built-in
+    one, or a plugin's: ``rlcompare list workloads``). A name that is neither is an error naming the
+    closest registered id, or the file that cannot be read when ``name`` looks like a path."""
+    path = Path(name)
+    if path.exists() or name not in catalogue.workloads and _looks_like_a_path(name):
+        return load_workload_file(path, catalogue.families)
+    if name in catalogue.workloads:
+        return catalogue.workloads[name]
+    raise UnknownNameError("workload (neither a file nor a registered workload id)", name, catalogue.workloads,
+                           "rlcompare list workloads")
+
+
+def _looks_like_a_path(name: str) -> bool:
+    return name.endswith((".toml", ".TOML")) or "/" in name or "\\" in name or name.startswith(".")
 
 
 def build_plan(
@@ -114,17 +134,35 @@ def build_plan(
             try:
                 adapter.check_compatible(workload, action_space)
                 entries = check_faithful(adapter, workload)
+                tolerance = check_grain(adapter, workload)
             except IncompatibleError as refusal:
                 if explicit:
                     raise
                 plan.refused.append(RefusedPair(workload, adapter.id, adapter.framework, str(refusal), origin))
                 continue
-            tolerance = adapter.budget_tolerance(workload)
             fidelity = tuple(entry.to_dict() for entry in entries)
             for seed in workload.seed_values:
                 plan.runs.append(PlannedRun(workload, adapter.id, adapter.framework, seed, tolerance, origin,
                                             adapter_reference(type(adapter)), fidelity, tuple(adapter.distributions)))
     return plan
+
+
+def check_grain(adapter: Adapter, workload: Workload) -> BudgetTolerance:
+    """The budget tolerance the adapter declares for ``workload``, when it is no coarser than the one
+    the workload's family allows; else refuse the pair, naming both and both grains. The family sets
+    the grain (:meth:`BudgetTolerance.for_workload`): no adapter is held to a wider window than another."""
+    where = f"adapter {adapter.id!r} cannot run workload {workload.id!r}"
+    try:
+        declared = adapter.budget_tolerance(workload)
+    except Exception as exc:  # noqa: BLE001 - a plugin's failure refuses its own pair only
+        raise IncompatibleError(f"{where}: its budget_tolerance() failed ({type(exc).__name__}: {exc})") from None
+    if not isinstance(declared, BudgetTolerance):
+        raise IncompatibleError(f"{where}: its budget_tolerance() returned {type(declared).__name__}, "
+                                "not a BudgetTolerance")
+    refusal = grain_refusal(declared, BudgetTolerance.for_workload(workload), workload.algorithm)
+    if refusal is not None:
+        raise IncompatibleError(f"{where}: {refusal}")
+    return declared
 
 
 #: A pair is refused when more than this share of the algorithm's canonical settings cannot reach

@@ -88,8 +88,12 @@ def json_schema() -> dict[str, Any]:
                              "imputed"],
                 "properties": {
                     "adapters": {"type": "array", "items": {
-                        "type": "object", "required": ["adapter", "framework", "score", "rank"],
-                        "properties": {"score": estimate, "rank": {"type": ["integer", "null"]}}}},
+                        "type": "object", "required": ["adapter", "framework", "score", "rank", "tied", "tied_with",
+                                                       "tier", "rank_note"],
+                        "properties": {"score": estimate, "rank": {"type": ["integer", "null"]},
+                                       "tied": {"type": "boolean"},
+                                       "tied_with": {"type": "array", "items": {"type": "string"}},
+                                       "tier": {"type": "string"}, "rank_note": {"type": ["string", "null"]}}}},
                     "cells": {"type": "array", "items": {
                         "type": "object", "required": ["criterion", "adapter", "workload", "point", "low", "high",
                                                        "n", "missing"]}},

@@ -44,6 +44,7 @@ INPUTS_VERSION = 1
 CURVE_TYPES: dict[str, str] = {
     "run_id": "TEXT", "env_steps": "INTEGER", "framework_env_steps": "INTEGER", "train_seconds": "REAL",
     "return_mean": "REAL", "return_std": "REAL", "episode_length_mean": "REAL", "returns_json": "JSON",
+    "grid_steps": "INTEGER", "updates": "INTEGER",
 }
 #: Criteria of this category are recorded (measured on the scoring machine), others recomputed.
 RECORDED_CATEGORY = "development"

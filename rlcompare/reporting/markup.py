@@ -17,8 +17,11 @@ from rlcompare.reporting.escape import Safe, latex, markdown
 from rlcompare.reporting.numbers import format_number
 from rlcompare.reporting.tables import (
     FRAMEWORK_FACTS,
+    contention_warnings,
     family_reference,
+    grain_rows,
     gymnasium_warnings,
+    imputed_reasons,
     missing_reasons,
     variant_settings,
 )
@@ -91,9 +94,12 @@ def report_view(report: Report) -> dict[str, Any]:
     per_adapter = [cid for cid, c in matrix.criteria.items() if not c.per_workload]
 
     standings = matrix.parity or {}
-    ranking = [{"rank": "-" if row.rank is None or row.rank != row.rank else str(int(row.rank)),
+    # in rank order, each rank with its tie mark, the tier that ranks it before the score beside the
+    # score, and why a higher score ranks lower (notes): score and rank never disagree unexplained
+    ranking = [{"rank": matrix.overall[row.adapter].rank_text,
                 "adapter": row.adapter, "framework": row.framework,
                 "score": estimate_text(matrix.overall[row.adapter].score),
+                "tier": row.tier, "tied_with": row.tied_with or "",
                 "valid_workloads": str(row.valid_workloads),
                 "stability": Safe("-") if row.rank_stability is None or row.rank_stability != row.rank_stability
                 else f"{row.rank_stability:.0%}",
@@ -101,6 +107,7 @@ def report_view(report: Report) -> dict[str, Any]:
                 "parity": STANDING_TEXT.get(standings.get(row.adapter, "unverified"), "unverified"),
                 "parity_flag": standings.get(row.adapter) == "unexplained"}
                for row in overall.itertuples()]
+    rank_notes = [{"adapter": row.adapter, "note": row.rank_note} for row in overall.itertuples() if row.rank_note]
     scores = []
     for cid, criterion in matrix.criteria.items():
         if not any((cid, a) in matrix.aggregates for a in adapters):
@@ -162,13 +169,16 @@ def report_view(report: Report) -> dict[str, Any]:
         "citation": report.citation, "profile": matrix.profile, "options": matrix.options,
         "adapters": adapters, "adapter_headers": [f"{a} ({matrix.frameworks.get(a, '?')})" for a in adapters],
         "runs": len(report.runs[report.runs["status"] != "unsupported"]), "workload_ids": matrix.workloads,
-        "ranking": ranking, "scores": scores,
+        "ranking": ranking, "rank_notes": rank_notes, "learning_first": matrix.profile.learning_first,
+        "ties": any(matrix.overall[a].tied_with for a in adapters), "scores": scores,
         "overall_cells": [estimate_text(matrix.overall[a].score) for a in adapters], "workloads": workloads, "development": development,
         "notes": notes, "missing": missing_reasons(matrix), "excluded": matrix.excluded_runs,
-        "imputed": sorted({(i["adapter"], i["workload"]) for i in matrix.imputed}), "left_out": matrix.left_out,
+        "imputed": imputed_reasons(matrix), "left_out": matrix.left_out,
         "errors": matrix.errors, "fidelity": fidelity_rows, "fidelity_summary": summary,
+        "grains": grain_rows(report.runs),
         "versions": sorted(versions.items()), "hosts": report.table("hosts").to_dict("records"),
         "gymnasium_warnings": gymnasium_warnings(report.runs),
+        "contention_warnings": contention_warnings(report.runs),
         "frameworks": report.table("frameworks").to_dict("records"), "framework_facts": FRAMEWORK_FACTS,
         "framework_ids": report.frameworks, "evidence": evidence, "features": feature_rows,
         "commands": report.commands, "criteria": report.table("criteria").to_dict("records"),

@@ -37,8 +37,8 @@ if TYPE_CHECKING:  # pandas, numpy and matplotlib load when a report is built, n
 #: Names of every tidy table, in the order CSV and JSON write them.
 TABLES = ("overall", "criteria", "scores", "cells", "improvement", "performance_profiles", "curve_bands",
           "excluded_runs", "imputed", "left_out", "workloads", "fidelity", "fidelity_summary", "parity",
-          "effective_defaults", "schedule_differences", "runs", "curves", "versions", "hosts", "frameworks",
-          "registry_evidence", "feature_matrix")
+          "effective_defaults", "schedule_differences", "runs", "curves", "versions", "hosts", "contention",
+          "frameworks", "registry_evidence", "feature_matrix")
 
 
 @dataclass
@@ -102,6 +102,7 @@ class Report:
             "schedule_differences": lambda: tables.schedule_differences_table(self.runs, self.families),
             "runs": lambda: tables.runs_table(self.runs), "curves": lambda: tables.curves_table(self.curves),
             "versions": lambda: tables.versions_table(self.runs), "hosts": lambda: tables.hosts_table(self.runs),
+            "contention": lambda: tables.contention_table(self.runs),
             "frameworks": lambda: tables.taxonomy_table(self.frameworks, self.entries),
             "registry_evidence": lambda: tables.registry_evidence_table(self.frameworks, self.entries),
             "feature_matrix": lambda: tables.feature_table(self.frameworks, self.entries),

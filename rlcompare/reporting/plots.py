@@ -134,8 +134,11 @@ def score_heatmap(report: Report) -> tuple[Figure, str] | None:
     ax = figure.subplots()
     top = max(1.0, float(np.nanmax(values)) if np.isfinite(values).any() else 1.0)
     image = ax.imshow(np.ma.masked_invalid(values), cmap=COLORMAP, vmin=0.0, vmax=top, aspect="auto")
-    row_labels = [f"{plot_text(a)} (rank {int(r)})" if r == r and r is not None else plot_text(a)
-                  for a, r in zip(adapters, overall["rank"], strict=True)]
+    # the rank as every output prints it (2= for a tie), starred where the tier, not the score, put it
+    # below an adapter with a lower overall score (the caption and the ranking say why)
+    row_labels = [plot_text(a) if matrix.overall[a].rank is None else
+                  f"{plot_text(a)} (rank {matrix.overall[a].rank_text}{'*' if matrix.overall[a].rank_note else ''})"
+                  for a in adapters]
     ax.set_xticks(range(len(labels) + 1), [*labels, "OVERALL"], rotation=60, ha="right", rotation_mode="anchor")
     ax.set_yticks(range(len(adapters)), row_labels)
     _margins(figure, left=max(_label_inches(row_labels), 0.5 * _label_inches(labels[:1])) + 0.3,
@@ -155,9 +158,12 @@ def score_heatmap(report: Report) -> tuple[Figure, str] | None:
             ax.text(j, i, text, ha="center", va="center", fontsize=7,
                     color="black" if value > 0.55 * top else "white")
     figure.colorbar(image, ax=ax, label="normalized score", fraction=0.03, pad=0.015)
+    tier_keys = ", workloads solved and learned" if matrix.profile.learning_first else ""
     caption = ("Each criterion's normalized score, mean over workloads, and the overall score under the "
                f"{plot_text(matrix.profile.name)} profile with its 95% interval (last column). "
-               "n/a: no value (see the missing cells). w=0: not weighted in this profile.")
+               "n/a: no value (see the missing cells). w=0: not weighted in this profile. Ranks order "
+               f"adapters by tier (parity, valid workloads{tier_keys}), then by overall score: "
+               "'=' marks a tie, '*' an adapter ranked below one with a lower score by its tier (see the ranking).")
     return figure, caption
 
 

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from rlcompare.registry.frames import feature_matrix
 from rlcompare.scoring.criteria import ALL_WORKLOADS
+from rlcompare.store.contention import contended_workloads, contention_by_workload
+from rlcompare.store.contention import contention_warnings as _contention_warnings
 from rlcompare.store.library_versions import mixed_version_warnings
 
 if TYPE_CHECKING:
@@ -53,22 +55,27 @@ def _json(value: Any) -> Any:
 
 
 def overall_table(matrix: ScoreMatrix) -> pd.DataFrame:
+    """The ranking, in rank order: each adapter's rank (``tied`` with whom), the tier that ranks it
+    before its score, the score with its interval, and why a higher score ranks lower."""
     rows = []
-    for adapter in matrix.adapters:
+    for adapter in matrix.ranked_adapters:
         o = matrix.overall[adapter]
         score = o.score
         rows.append({
-            "adapter": adapter, "framework": o.framework, "rank": o.rank,
+            "adapter": adapter, "framework": o.framework, "rank": o.rank, "tied": bool(o.tied_with),
+            "tied_with": ", ".join(o.tied_with), "tier": o.tier,
             "score": None if score is None else _finite(score.point),
             "low": None if score is None else _finite(score.low),
             "high": None if score is None else _finite(score.high), "n": 0 if score is None else score.n,
+            "rank_note": o.rank_note or "",
             "rank_stability": o.rank_stability, "weight_coverage": o.weight_coverage,
-            "valid_workloads": o.valid_workloads, "failed_workloads": ", ".join(o.failed_workloads),
+            "valid_workloads": o.valid_workloads, "solved_workloads": o.solved_workloads,
+            "learned_workloads": o.learned_workloads, "failed_workloads": ", ".join(o.failed_workloads),
             "missing_criteria": ", ".join(o.missing_criteria),
         })
-    rows.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0, r["adapter"]))
-    return _frame(rows, ("adapter", "framework", "rank", "score", "low", "high", "n", "rank_stability",
-                         "weight_coverage", "valid_workloads", "failed_workloads", "missing_criteria"))
+    return _frame(rows, ("adapter", "framework", "rank", "tied", "tied_with", "tier", "score", "low", "high", "n",
+                         "rank_note", "rank_stability", "weight_coverage", "valid_workloads", "solved_workloads",
+                         "learned_workloads", "failed_workloads", "missing_criteria"))
 
 
 def criteria_table(matrix: ScoreMatrix) -> pd.DataFrame:
@@ -139,15 +146,63 @@ def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
     frame = runs[["run_id", "workload_id", "adapter", "framework", "seed", "status", "error", "env_steps",
                   "framework_env_steps", "budget_env_steps", "startup_seconds", "training_seconds",
                   "evaluation_seconds", "throughput", "ideal_throughput", "cpu_seconds", "peak_rss_bytes",
-                  "final_return_mean", "final_return_std", "host_fingerprint", "adapter_plugin",
-                  "adapter_distribution", "adapter_version"]].copy()
+                  "final_return_mean", "final_return_std", "load_start", "load_end", "load_cpus", "cpu_steal",
+                  "runs_in_flight", "host_fingerprint", "adapter_plugin", "adapter_distribution",
+                  "adapter_version"]].copy()
     frame["peak_rss_mib"] = pd.to_numeric(frame.pop("peak_rss_bytes"), errors="coerce") / 2**20
+    frame = frame.join(budget_windows(runs))  # each run's grain and the window it was held to
     return frame.rename(columns={"workload_id": "workload"})
 
 
+#: What :func:`budget_windows` adds to each run: the grain its validity was judged at.
+GRAIN_COLUMNS = ("budget_granularity", "budget_overshoot_steps", "allowed_low", "allowed_high", "step_count_tolerance")
+
+
+def budget_windows(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per run (same index): the budget granularity and overshoot it was judged at (the family's, or
+    the finer one its adapter declared), the env steps it was allowed to end at, and the allowed gap
+    between the framework's count and the harness's. Empty for runs that never started."""
+    import pandas as pd
+
+    frame = pd.DataFrame(index=runs.index)
+    for column in ("budget_granularity", "budget_overshoot_steps", "step_count_tolerance"):
+        frame[column] = runs[column] if column in runs else None
+    budget = pd.to_numeric(runs.get("budget_env_steps"), errors="coerce")
+    overshoot = pd.to_numeric(frame["budget_overshoot_steps"], errors="coerce")
+    frame["allowed_low"] = (budget - overshoot).clip(lower=0)
+    frame["allowed_high"] = budget + overshoot
+    return frame[list(GRAIN_COLUMNS)]
+
+
+def grain_rows(runs: pd.DataFrame) -> list[dict[str, Any]]:
+    """One row per workload x adapter x grain, for the reports: the granularity, the allowed window
+    of env steps (budget +- overshoot), the allowed count gap and each run's steps (by seed), so a
+    reader sees every run's grain and the window it was held to."""
+    if runs.empty or "budget_granularity" not in runs:
+        return []
+    started = runs[runs["budget_granularity"].notna() & (runs["status"] != "unsupported")]
+    frame = started[["workload_id", "adapter", "seed", "env_steps", "budget_env_steps"]].join(budget_windows(started))
+    rows = []
+    keys = ["workload_id", "adapter", "budget_granularity", "budget_overshoot_steps"]
+    for (workload, adapter, granularity, overshoot), group in frame.groupby(keys, sort=True):
+        group = group.sort_values("seed")
+        steps = [str(int(value)) for value in map(_finite, group["env_steps"]) if value is not None]
+        first = group.iloc[0]
+        rows.append({"workload": workload, "adapter": adapter, "granularity": granularity,
+                     "overshoot": int(overshoot), "budget": _int_or_none(first["budget_env_steps"]),
+                     "low": _int_or_none(first["allowed_low"]), "high": _int_or_none(first["allowed_high"]),
+                     "count_gap": _int_or_none(first["step_count_tolerance"]), "steps": ", ".join(steps) or "-"})
+    return rows
+
+
+def _int_or_none(value: Any) -> int | None:
+    number = _finite(value)
+    return None if number is None else int(number)
+
+
 def curves_table(curves: pd.DataFrame) -> pd.DataFrame:
-    columns = ["run_id", "workload_id", "adapter", "seed", "env_steps", "framework_env_steps", "train_seconds",
-               "return_mean", "return_std"]
+    columns = ["run_id", "workload_id", "adapter", "seed", "env_steps", "grid_steps", "updates",
+               "framework_env_steps", "train_seconds", "return_mean", "return_std"]
     return curves[columns].rename(columns={"workload_id": "workload"}).reset_index(drop=True)
 
 
@@ -350,6 +405,23 @@ def gymnasium_warnings(runs: pd.DataFrame) -> list[str]:
     return mixed_version_warnings(runs, "gymnasium")
 
 
+def contention_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per workload and adapter, the machine load its valid runs' timings were measured under (mean
+    load average per CPU, CPU steal, most runs in flight) and whether the workload is flagged for
+    different contention (:mod:`rlcompare.store.contention`)."""
+    rows = contention_by_workload(runs)
+    flagged = contended_workloads(rows)
+    return _frame([{**row, "different_contention": row["workload"] in flagged} for row in rows],
+                  ("workload", "adapter", "runs", "load_per_cpu", "cpu_steal", "runs_in_flight",
+                   "different_contention"))
+
+
+def contention_warnings(runs: pd.DataFrame) -> list[str]:
+    """One line per workload whose adapters' timing figures were measured under different machine
+    load (empty when they agree, or when no run recorded its load)."""
+    return _contention_warnings(runs)
+
+
 def hosts_table(runs: pd.DataFrame) -> pd.DataFrame:
     hosts: dict[str, dict[str, Any]] = {}
     counts: dict[str, int] = {}
@@ -430,6 +502,16 @@ def missing_reasons(matrix: ScoreMatrix) -> list[dict[str, Any]]:
             reasons.setdefault((cell.adapter, cell.workload_id, cell.missing), []).append(cell.criterion)
     return [{"adapter": a, "workload": "all workloads" if w == ALL_WORKLOADS else w, "reason": r,
              "criteria": ", ".join(sorted(c))} for (a, w, r), c in sorted(reasons.items())]
+
+
+def imputed_reasons(matrix: ScoreMatrix) -> list[dict[str, Any]]:
+    """Cells scored the worst (unknown never helps), grouped by (adapter, workload, reason), with
+    the criteria they concern."""
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for item in matrix.imputed:
+        groups.setdefault((item["adapter"], item["workload"], item["reason"]), []).append(item["criterion"])
+    return [{"adapter": a, "workload": "all workloads" if w == ALL_WORKLOADS else w, "reason": r,
+             "criteria": ", ".join(sorted(c))} for (a, w, r), c in sorted(groups.items())]
 
 
 def curve_bands(curves: pd.DataFrame, ok_run_ids: Sequence[str], reps: int, seed: int,

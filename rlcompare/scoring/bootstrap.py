@@ -19,7 +19,7 @@ Everything here works on plain numpy arrays; :mod:`rlcompare.scoring.engine` map
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -436,22 +436,37 @@ class WeightedMean:
 
 @dataclass(frozen=True)
 class Interval:
-    """Point estimates and interval ends of one statistic, each shaped like the statistic."""
+    """Point estimates and interval ends of one statistic, each shaped like the statistic; with
+    ``replicates`` (replicates, *shape) when the caller asked :func:`bootstrap` to keep them."""
 
     point: np.ndarray
     low: np.ndarray
     high: np.ndarray
+    replicates: np.ndarray | None = None
+
+
+def percentile_interval(point: np.ndarray, replicates: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> Interval:
+    """The percentile interval of ``replicates`` (replicates, *shape) around ``point``: what
+    :func:`bootstrap` reports for each statistic, for statistics derived from kept replicates."""
+    point = np.asarray(point, dtype=float)
+    if replicates.shape[0] == 0:
+        return Interval(point, point.copy(), point.copy(), replicates)
+    tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(replicates, [tail, 100 - tail], axis=0)
+    return Interval(point, low, high, replicates)
 
 
 def bootstrap(
     layout: Layout, statistics: Sequence[Statistic], reps: int = DEFAULT_REPS,
     confidence: float = DEFAULT_CONFIDENCE, seed: int = 0, block_elements: int = BLOCK_ELEMENTS,
+    keep: Collection[int] = (),
 ) -> list[Interval]:
     """Percentile intervals of every statistic from one shared stream of stratified resamples.
 
     All statistics see the same resamples, so statistics of the same runs are resampled jointly
     (a run is one replicate of everything measured on it). The point estimates are the statistics
-    on the original data, as in rliable.
+    on the original data, as in rliable. The statistics at the positions in ``keep`` also return
+    their replicates (for statistics derived from them, e.g. scores under perturbed weights).
     """
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
@@ -465,16 +480,12 @@ def bootstrap(
             for counts in layout.blocks(reps, seed, block_elements):
                 for i, statistic in enumerate(statistics):
                     replicates[i].append(statistic.evaluate(counts))
-    tail = 100 * (1 - confidence) / 2
     results = []
-    for statistic, parts in zip(statistics, replicates, strict=True):
+    for i, (statistic, parts) in enumerate(zip(statistics, replicates, strict=True)):
         point = np.asarray(statistic.point(), dtype=float)
-        if not parts:
-            results.append(Interval(point, point.copy(), point.copy()))
-            continue
-        values = np.concatenate(parts, axis=0)
-        low, high = np.percentile(values, [tail, 100 - tail], axis=0)
-        results.append(Interval(point, low, high))
+        values = np.concatenate(parts, axis=0) if parts else np.zeros((0, *point.shape))
+        interval = percentile_interval(point, values, confidence)
+        results.append(interval if i in keep else Interval(interval.point, interval.low, interval.high))
     return results
 
 

@@ -22,16 +22,16 @@ A censored seed (``+inf``: the event never happened within the budget) scores 0.
 2. On a workload an adapter was asked to run (its runs started) but has no valid run on, it scores
    the worst score of the workload (0, or the lowest observed if lower) on every per-workload
    criterion other adapters have a value for. A pair refused up front does not apply.
-3. A per-workload criterion that some adapter with valid runs has no value for, and a development
-   criterion that some compared adapter has no value for, is left out of the overall score of every
-   adapter (common support); the matrix lists what was left out and why.
-4. Ranks order adapters first by the number of workloads they have a valid result on, then by
-   overall score: an adapter that failed where another succeeded, and succeeded nowhere the other
-   failed, always ranks below it, whatever the weights.
-5. Before all of that, ranks order adapters by their parity standing (docs/parity.md): one whose
-   update differs from the reference with no known variant to explain it ranks below one whose
-   update was never verified, which ranks below one verified (or differing in a named way). A store
-   whose runs record no parity verdicts ranks as before.
+3. **Unknown never helps**: a criterion some adapter has a value for scores every adapter without
+   one the worst (0, or the lowest observed if lower) — a development criterion every adapter, a
+   per-workload criterion every adapter whose runs started on the workload — so an unknown registry
+   fact, a failed measurement or a missing distribution never takes a criterion out of anyone's
+   overall score. Only a criterion no adapter has a value for is left out (its weight passes to its
+   category). The matrix lists what was imputed and why.
+4. Ranks order adapters by tier before their overall score: parity standing (docs/parity.md), the
+   number of workloads with a valid result, then (learning first, unless the profile opts out) the
+   workloads solved and learned; adapters of one tier whose overall scores are not separated share a
+   rank (:mod:`rlcompare.scoring.ranking`).
 """
 
 from __future__ import annotations
@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from rlcompare.parity.corrections import STANDING_TIER
 from rlcompare.scoring.bootstrap import (
     DEFAULT_REPS,
     Aggregates,
@@ -59,12 +58,12 @@ from rlcompare.scoring.bootstrap import (
     WeightedMean,
     aggregate_intervals,
     bootstrap,
+    percentile_interval,
 )
 from rlcompare.scoring.criteria import (
     ALL_WORKLOADS,
     CATEGORIES,
     HIGHER,
-    PERFORMANCE,
     VALUE_COLUMNS,
     Criterion,
     CriterionResult,
@@ -72,7 +71,9 @@ from rlcompare.scoring.criteria import (
     MeasurementCache,
     ScoringData,
 )
+from rlcompare.scoring.missing_data import MISSING_DATA_RULE, Support, apply_missing_data_rule
 from rlcompare.scoring.profiles import WeightProfile
+from rlcompare.scoring.ranking import RANKING_RULE, Learning, Tier, learning_by_adapter, rank_adapters
 from rlcompare.store.records import STARTED_STATUSES
 
 if TYPE_CHECKING:
@@ -80,15 +81,6 @@ if TYPE_CHECKING:
     from rlcompare.store.sqlite_store import Store
 
 AGGREGATES = ("iqm", "mean", "median", "optimality_gap")
-
-MISSING_DATA_RULE = (
-    "Invalid runs count as not completed and nowhere else. On a workload an adapter was asked to run "
-    "but has no valid run on, it scores the workload's worst score on every criterion others have a "
-    "value for; refused pairs do not apply. A criterion some compared adapter has no value for is left "
-    "out of every overall score. Ranks order adapters by the number of workloads with a valid result, "
-    "then by overall score."
-)
-
 
 @dataclass(frozen=True)
 class ScoringOptions:
@@ -101,7 +93,8 @@ class ScoringOptions:
     confidence: float = 0.95
     """Coverage of the intervals."""
     stability_samples: int = 1000
-    """Weight perturbations drawn for rank stability."""
+    """Joint replicates behind ties and rank stability (at most ``reps``): bootstrap replicate i of
+    the seeds, scored under weight draw i."""
     concentration: float = 100.0
     """Dirichlet concentration around the profile's weights (alpha = concentration x weight)."""
     profile_points: int = 21
@@ -132,13 +125,33 @@ class OverallScore:
     valid_workloads: int = 0
     #: Workloads it was asked to run but has no valid run on (scored the worst there).
     failed_workloads: list[str] = field(default_factory=list)
+    #: Workloads whose success threshold the valid seeds' mean final return reaches.
+    solved_workloads: int = 0
+    #: Workloads learned (at least half of the way from the untrained return to the threshold).
+    learned_workloads: int = 0
+    #: What ranks it before its overall score, in words (``rlcompare.scoring.ranking.Tier``).
+    tier: str = ""
+    #: Adapters sharing its rank: the bootstrap does not separate their overall scores.
+    tied_with: list[str] = field(default_factory=list)
+    #: Why it ranks below an adapter with a lower overall score (None when it does not).
+    rank_note: str | None = None
+
+    @property
+    def rank_text(self) -> str:
+        """The rank as every output prints it: ``2=`` when tied, ``-`` when unranked."""
+        if self.rank is None:
+            return "-"
+        return f"{self.rank}=" if self.tied_with else str(self.rank)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "adapter": self.adapter, "framework": self.framework,
             "score": _estimate_dict(self.score), "rank": self.rank, "rank_stability": self.rank_stability,
+            "tied": bool(self.tied_with), "tied_with": self.tied_with, "tier": self.tier,
+            "rank_note": self.rank_note,
             "weight_coverage": self.weight_coverage, "missing_criteria": self.missing_criteria,
             "valid_workloads": self.valid_workloads, "failed_workloads": self.failed_workloads,
+            "solved_workloads": self.solved_workloads, "learned_workloads": self.learned_workloads,
         }
 
 
@@ -162,12 +175,25 @@ class ScoreMatrix:
     errors: list[str] = field(default_factory=list)
     #: Runs that started but do not count: invalid, failed, timed out, interrupted (with reasons).
     excluded_runs: list[dict[str, Any]] = field(default_factory=list)
-    #: (criterion, workload or '*') left out of every overall score, and why.
+    #: Criteria no adapter has a value for (workload '*'), left out of every overall score, and why.
     left_out: list[dict[str, str]] = field(default_factory=list)
-    #: (criterion, adapter, workload) scored the worst because the adapter has no valid run there.
+    #: (criterion, adapter, workload) scored the worst: no valid run there, or no value where others have one.
     imputed: list[dict[str, Any]] = field(default_factory=list)
     #: Per adapter, its parity standing (None: no run records a verdict).
     parity: dict[str, str] | None = None
+    #: Each pair of ranked adapters of one tier: P(x's overall score > y's) over the joint
+    #: replicates, and whether that separates them (else they share a rank).
+    overall_comparisons: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ranked_adapters(self) -> list[str]:
+        """The adapters in rank order, tied ones by score (unranked last, then by id): the order
+        every ranking lists, so a higher score is never listed below a lower one of the same rank."""
+        def key(adapter: str) -> tuple[bool, int, float, str]:
+            o = self.overall[adapter]
+            return (o.rank is None, o.rank or 0, -(o.score.point if o.score is not None else 0.0), adapter)
+
+        return sorted(self.adapters, key=key)
 
     def cell(self, criterion: str, adapter: str, workload_id: str = ALL_WORKLOADS) -> CriterionValue | None:
         return self.cells.get((criterion, adapter, workload_id))
@@ -177,6 +203,7 @@ class ScoreMatrix:
             "profile": self.profile.to_dict(),
             "options": {name: getattr(self.options, name) for name in self.options.__dataclass_fields__},
             "missing_data_rule": MISSING_DATA_RULE,
+            "ranking_rule": RANKING_RULE,
             "criteria": [{**_describe(c), "weight": self.weights.get(cid, 0.0)} for cid, c in self.criteria.items()],
             "adapters": [self.overall[a].to_dict() for a in self.adapters],
             "workloads": self.workloads,
@@ -191,6 +218,7 @@ class ScoreMatrix:
             "excluded_runs": self.excluded_runs,
             "left_out": self.left_out,
             "imputed": self.imputed,
+            "overall_comparisons": self.overall_comparisons,
             "errors": self.errors,
             # only where runs record verdicts: a matrix of older runs reads back the same
             **({"parity": self.parity} if self.parity is not None else {}),
@@ -259,22 +287,24 @@ def score(
     results, errors = _compute_all(data, criteria)
     values = _values_frame(results)
     normalized, references = _normalize_all(data, criteria, values)
-    support = _apply_missing_data_rule(data, criteria, normalized)
-    present = [cid for cid in criteria if (support.scored["criterion"] == cid).any()]
-    weights = profile.resolve(criteria, present)
+    support = apply_missing_data_rule(data, criteria, normalized, results)
+    with_values = set(support.scores["criterion"].unique().tolist())
+    weights = profile.resolve(criteria, [cid for cid in criteria if cid in with_values])
 
     layout = _UnitLayout()
     raw = values[np.isfinite(values["value"].to_numpy())]
     raw_cells = layout.columns(raw, "value")
-    everything = layout.columns(support.all_scores, "score")
-    scored = layout.columns(support.scored, "score")
+    everything = layout.columns(support.scores, "score")  # imputed included: every score counts (rule 3)
     built = layout.build()
 
     raw_stat = ColumnMeans(built, [column for _, column in raw_cells])
     aggregate_sets = _group_columns(everything, ("criterion", "adapter"))
     aggregate_stat = Aggregates(built, [columns for _, columns in aggregate_sets])
-    overall_sets = _overall_sets(data, scored, weights)
-    overall_stat = WeightedMean(built, [weighted for _, weighted, _ in overall_sets])
+    overall_sets = _overall_sets(data, everything, weights)
+    # the overall score is a weighted sum of per-criterion means: resampled once, kept, and weighted
+    # twice (the profile's weights for the interval, perturbed weights for ties and rank stability)
+    criterion_sets = _criterion_sets(everything, weights)
+    criterion_stat = WeightedMean(built, [weighted for _, weighted in criterion_sets])
     pairwise = _pairwise_sets(criteria, everything)
     improvement_stat = ImprovementProbability(built, [tasks for _, tasks in pairwise])
     profile_sets = _profile_sets(criteria, everything, options.profile_points)
@@ -283,9 +313,12 @@ def score(
     if inputs is not None:
         inputs.update(cells=raw_cells, aggregates=aggregate_sets, overall=overall_sets, pairwise=pairwise,
                       profiles=profile_sets)
-    intervals = bootstrap(built, [raw_stat, aggregate_stat, overall_stat, improvement_stat, *profile_stats],
-                          options.reps, options.confidence, options.seed)
-    raw_interval, aggregate_interval, overall_interval, improvement_interval = intervals[:4]
+    intervals = bootstrap(built, [raw_stat, aggregate_stat, criterion_stat, improvement_stat, *profile_stats],
+                          options.reps, options.confidence, options.seed, keep=(2,))
+    raw_interval, aggregate_interval, criterion_interval, improvement_interval = intervals[:4]
+    criterion_keys = [key for key, _ in criterion_sets]
+    overall_interval = _overall_interval(data.adapters, criterion_keys, criterion_interval, overall_sets, weights,
+                                         options.confidence)
 
     cells = _cells(data, results, raw_cells, raw_interval, values)
     aggregates = {
@@ -295,7 +328,7 @@ def score(
         for s, (key, columns) in enumerate(aggregate_sets)
     }
     overall = _overall(data, weights, overall_sets, overall_interval, support)
-    _rank(overall, aggregates, weights, options, data.parity_standing)
+    comparisons = _rank(data, overall, criterion_keys, criterion_interval, weights, options, profile.learning_first)
     return ScoreMatrix(
         profile=profile, options=options, criteria=criteria, weights=weights, adapters=data.adapters,
         frameworks=data.adapter_frameworks, workloads=sorted(data.runs["workload_id"].unique().tolist()),
@@ -303,7 +336,7 @@ def score(
         improvement=_improvement(pairwise, improvement_interval),
         performance_profiles=_profiles(profile_sets, intervals[4:]), errors=errors,
         excluded_runs=_excluded_runs(data), left_out=support.left_out, imputed=support.imputed,
-        parity=data.parity_standing,
+        parity=data.parity_standing, overall_comparisons=comparisons,
     )
 
 
@@ -536,84 +569,18 @@ def _return_references(values: pd.DataFrame, data: ScoringData) -> tuple[dict[st
     return low, high, references
 
 
-# -- the missing-data rule ---------------------------------------------------------------------------
-
-
-@dataclass
-class _Support:
-    """Normalized scores after the missing-data rule: ``all_scores`` (measured and imputed, for
-    aggregates and pairwise views) and ``scored`` (what enters overall scores: common support)."""
-
-    all_scores: pd.DataFrame
-    scored: pd.DataFrame
-    left_out: list[dict[str, str]]
-    imputed: list[dict[str, Any]]
-    valid_workloads: dict[str, set[str]]
-    failed_workloads: dict[str, set[str]]
-
-
-def _apply_missing_data_rule(
-    data: ScoringData, criteria: Mapping[str, Criterion], normalized: pd.DataFrame,
-) -> _Support:
-    runs = data.runs
-    started = runs[runs["status"].isin(STARTED_STATUSES)]
-    started_pairs = started.groupby(["adapter", "workload_id"]).size().to_dict()
-    valid = runs[runs["status"] == "ok"]
-    valid_workloads: dict[str, set[str]] = {adapter: set() for adapter in data.adapters}
-    for adapter, workload_id in zip(valid["adapter"], valid["workload_id"], strict=True):
-        valid_workloads.setdefault(adapter, set()).add(workload_id)
-    failed_workloads: dict[str, set[str]] = {adapter: set() for adapter in data.adapters}
-    for (adapter, workload_id) in started_pairs:
-        if workload_id not in valid_workloads.get(adapter, set()):
-            failed_workloads.setdefault(adapter, set()).add(workload_id)
-
-    # Whose gaps shrink the common support of the per-adapter criteria: the adapters with a valid
-    # result somewhere. One without any ranks below all of them whatever its score (rule 4), so a
-    # refused or failing adapter in the matrix does not take a criterion out of the others' scores.
-    competitors = [adapter for adapter in data.adapters if valid_workloads.get(adapter)] or list(data.adapters)
-    have = normalized.groupby(["criterion", "workload_id"])["adapter"].agg(lambda a: set(a.tolist())).to_dict()
-    worst = normalized.groupby(["criterion", "workload_id"])["score"].min().to_dict()
-    imputed_rows: list[dict[str, Any]] = []
-    imputed: list[dict[str, Any]] = []
-    left_out: list[dict[str, str]] = []
-    drop: set[tuple[str, str]] = set()
-    for (cid, workload_id), adapters in sorted(have.items()):
-        criterion = criteria[cid]
-        if workload_id == ALL_WORKLOADS:
-            lacking = [a for a in competitors if a not in adapters]
-            if lacking:
-                drop.add((cid, workload_id))
-                left_out.append({"criterion": cid, "workload": workload_id,
-                                 "reason": f"no value for {', '.join(lacking)}"})
-            continue
-        if criterion.category != PERFORMANCE:
-            continue
-        lacking_valid = [a for a in data.adapters if a not in adapters
-                         and workload_id in valid_workloads.get(a, set())]
-        if lacking_valid:
-            drop.add((cid, workload_id))
-            left_out.append({"criterion": cid, "workload": workload_id,
-                             "reason": f"no value for {', '.join(lacking_valid)} despite valid runs"})
-            continue
-        floor = min(0.0, float(worst[(cid, workload_id)]))
-        for adapter in data.adapters:
-            if adapter in adapters or workload_id not in failed_workloads.get(adapter, set()):
-                continue
-            runs_started = int(started_pairs[(adapter, workload_id)])
-            imputed.append({"criterion": cid, "adapter": adapter, "workload": workload_id, "score": floor,
-                            "reason": "no valid run"})
-            imputed_rows += [{"criterion": cid, "adapter": adapter, "workload_id": workload_id,
-                              "seed": -1 - i, "score": floor} for i in range(runs_started)]
-    scores = normalized
-    if imputed_rows:
-        scores = pd.concat([normalized, pd.DataFrame(imputed_rows)], ignore_index=True)
-    scores = scores.astype({"seed": np.int64})
-    keys = list(zip(scores["criterion"], scores["workload_id"], strict=True))
-    keep = np.array([key not in drop for key in keys], dtype=bool) if keys else np.zeros(0, dtype=bool)
-    return _Support(scores, scores[keep], left_out, imputed, valid_workloads, failed_workloads)
-
-
 # -- overall score, ranks -----------------------------------------------------------------------------
+
+
+def _by_adapter(
+    scored: Sequence[tuple[tuple[str, str, str], Column]], weights: Mapping[str, float],
+) -> dict[str, dict[str, list[Column]]]:
+    """The positively weighted columns of each adapter, by criterion (in the order they come)."""
+    by_adapter: dict[str, dict[str, list[Column]]] = {}
+    for (cid, adapter, _), column in scored:
+        if weights.get(cid, 0.0) > 0:
+            by_adapter.setdefault(adapter, {}).setdefault(cid, []).append(column)
+    return by_adapter
 
 
 def _overall_sets(
@@ -622,10 +589,7 @@ def _overall_sets(
     """Per adapter: each (criterion, workload) column with its weight in the overall score, and the
     positively weighted criteria it has no column for. A criterion's weight is shared evenly by the
     adapter's workloads; weights are renormalized over the criteria it has."""
-    by_adapter: dict[str, dict[str, list[Column]]] = {}
-    for (cid, adapter, _), column in scored:
-        if weights.get(cid, 0.0) > 0:
-            by_adapter.setdefault(adapter, {}).setdefault(cid, []).append(column)
+    by_adapter = _by_adapter(scored, weights)
     sets = []
     for adapter in data.adapters:
         columns = by_adapter.get(adapter, {})
@@ -637,9 +601,38 @@ def _overall_sets(
     return sets
 
 
+def _criterion_sets(
+    scored: Sequence[tuple[tuple[str, str, str], Column]], weights: Mapping[str, float],
+) -> list[tuple[tuple[str, str], list[tuple[Column, float]]]]:
+    """Per (adapter, criterion) with a positive weight: its columns, each weighing 1 / its number of
+    workloads (the criterion's mean over the adapter's workloads, the overall score's building block)."""
+    return [((adapter, cid), [(column, 1.0 / len(columns)) for column in columns])
+            for adapter, of_adapter in sorted(_by_adapter(scored, weights).items())
+            for cid, columns in of_adapter.items()]
+
+
+def _overall_interval(
+    adapters: Sequence[str], criterion_keys: Sequence[tuple[str, str]], criterion_interval: Interval,
+    sets: Sequence[tuple[str, list[tuple[Column, float]], list[str]]], weights: Mapping[str, float],
+    confidence: float,
+) -> Interval:
+    """Each adapter's overall score (in ``adapters`` order) with its interval: the criterion means
+    under the profile's weights, renormalized over the criteria the adapter has."""
+    index = {adapter: i for i, adapter in enumerate(adapters)}
+    coverage = {adapter: sum(weights[cid] for cid in weights if cid not in missing and weights[cid] > 0)
+                for adapter, _, missing in sets}
+    matrix = np.zeros((len(criterion_keys), len(adapters)))
+    for row, (adapter, cid) in enumerate(criterion_keys):
+        if coverage[adapter] > 0:
+            matrix[row, index[adapter]] = weights[cid] / coverage[adapter]
+    replicates = criterion_interval.replicates
+    assert replicates is not None  # kept by the bootstrap call
+    return percentile_interval(criterion_interval.point @ matrix, replicates @ matrix, confidence)
+
+
 def _overall(
     data: ScoringData, weights: Mapping[str, float],
-    sets: Sequence[tuple[str, list[tuple[Column, float]], list[str]]], interval: Interval, support: _Support,
+    sets: Sequence[tuple[str, list[tuple[Column, float]], list[str]]], interval: Interval, support: Support,
 ) -> dict[str, OverallScore]:
     overall: dict[str, OverallScore] = {}
     for s, (adapter, weighted, missing) in enumerate(sets):
@@ -657,42 +650,61 @@ def _overall(
     return overall
 
 
-def _tiered_ranks(tiers: np.ndarray, valid: np.ndarray, scores: np.ndarray) -> np.ndarray:
-    """Competition ranks ("1224") by (parity tier desc, valid workloads desc, score desc), per column
-    of ``scores``."""
-    tier_above = tiers[None, :, None] > tiers[:, None, None]
-    same_tier = tiers[None, :, None] == tiers[:, None, None]
-    better = tier_above | same_tier & ((valid[None, :, None] > valid[:, None, None]) | (
-        (valid[None, :, None] == valid[:, None, None]) & (scores[None, :, ...] > scores[:, None, ...])))
-    return 1 + better.sum(axis=1)
+def _joint_scores(
+    adapters: Sequence[str], criterion_keys: Sequence[tuple[str, str]], criterion_interval: Interval,
+    weights: Mapping[str, float], options: ScoringOptions,
+) -> np.ndarray:
+    """Joint replicates of the overall scores of ``adapters`` (replicates x adapters): bootstrap
+    replicate i of the seeds (which carries the spread of every figure measured on them, timings
+    included) scored under weight draw i, a Dirichlet draw around the profile's weights
+    (alpha = concentration x weight), renormalized over the criteria each adapter has."""
+    criteria = [cid for cid, w in weights.items() if w > 0]
+    replicates = criterion_interval.replicates
+    assert replicates is not None
+    count = min(options.stability_samples, replicates.shape[0])
+    if count == 0 or not criteria:
+        return np.zeros((0, len(adapters)))
+    a_index = {adapter: i for i, adapter in enumerate(adapters)}
+    c_index = {cid: j for j, cid in enumerate(criteria)}
+    means = np.zeros((count, len(adapters), len(criteria)))
+    has = np.zeros((len(adapters), len(criteria)))
+    for s, (adapter, cid) in enumerate(criterion_keys):
+        if adapter in a_index:
+            means[:, a_index[adapter], c_index[cid]] = replicates[:count, s]
+            has[a_index[adapter], c_index[cid]] = 1.0
+    base = np.array([weights[cid] for cid in criteria])
+    rng = np.random.default_rng(options.seed)
+    draws = rng.dirichlet(options.concentration * base / base.sum(), size=count)  # (replicates, criteria)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.einsum("rac,rc->ra", means, draws) / (draws @ has.T)
 
 
 def _rank(
-    overall: Mapping[str, OverallScore], aggregates: Mapping[tuple[str, str], dict[str, Estimate]],
-    weights: Mapping[str, float], options: ScoringOptions, parity: Mapping[str, str] | None = None,
-) -> None:
-    """Ranks by parity tier, valid workloads, then overall score; and the share of Dirichlet
-    perturbations of the weights (around the profile, concentration ``options.concentration``)
-    under which each adapter keeps its rank."""
-    scored = [adapter for adapter, o in overall.items() if o.score is not None]
-    if not scored:
-        return
-    tiers = np.array([STANDING_TIER[parity.get(a, "unverified")] if parity else 0 for a in scored], dtype=float)
-    valid = np.array([overall[a].valid_workloads for a in scored], dtype=float)
-    nominal = _tiered_ranks(tiers, valid, np.array([overall[a].score.point for a in scored])[:, None])[:, 0]
-    criteria = [cid for cid, w in weights.items() if w > 0]
-    means = np.array([[aggregates[(cid, a)]["mean"].point if (cid, a) in aggregates else np.nan
-                       for cid in criteria] for a in scored])
-    base = np.array([weights[cid] for cid in criteria])
-    rng = np.random.default_rng(options.seed)
-    draws = rng.dirichlet(options.concentration * base / base.sum(), size=options.stability_samples)
-    available = ~np.isnan(means)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        perturbed = (np.nan_to_num(means) @ draws.T) / (available @ draws.T)
-    ranks = _tiered_ranks(tiers, valid, perturbed)
-    for i, adapter in enumerate(scored):
-        overall[adapter].rank = int(nominal[i])
-        overall[adapter].rank_stability = float(np.mean(ranks[i] == nominal[i]))
+    data: ScoringData, overall: Mapping[str, OverallScore], criterion_keys: Sequence[tuple[str, str]],
+    criterion_interval: Interval, weights: Mapping[str, float], options: ScoringOptions, learning_first: bool,
+) -> list[dict[str, Any]]:
+    """Tiers, ranks with ties, rank stability and the notes that say why a higher score ranks lower
+    (:mod:`rlcompare.scoring.ranking`); returns the same-tier comparisons behind the ties."""
+    parity = data.parity_standing
+    learned = learning_by_adapter(data)
+    tiers = {}
+    for adapter, o in overall.items():
+        found = learned.get(adapter, Learning())
+        o.solved_workloads, o.learned_workloads = len(found.solved), len(found.learned)
+        tiers[adapter] = Tier(parity.get(adapter, "unverified") if parity else None, o.valid_workloads,
+                              o.solved_workloads, o.learned_workloads, learning_first)
+        o.tier = tiers[adapter].describe()
+    ranked = [adapter for adapter, o in overall.items() if o.score is not None]
+    if not ranked:
+        return []
+    points = np.array([overall[a].score.point for a in ranked])
+    joint = _joint_scores(ranked, criterion_keys, criterion_interval, weights, options)
+    ranking = rank_adapters(ranked, tiers, points, joint, options.confidence)
+    for adapter in ranked:
+        o = overall[adapter]
+        o.rank, o.rank_stability = ranking.ranks[adapter], ranking.stability[adapter]
+        o.tied_with, o.rank_note = ranking.tied_with[adapter], ranking.notes.get(adapter)
+    return ranking.comparisons
 
 
 # -- pairwise and profile views ----------------------------------------------------------------------

@@ -14,6 +14,12 @@ to its own category rather than to the other one. User profiles are TOML files::
     [weights]                    # optional: relative weights within a category; 0 drops a criterion
     final_return = 3
     glue_lines = 2
+
+**Learning comes first.** Every built-in profile ranks adapters by the workloads they solved and
+learned before their overall score (:mod:`rlcompare.scoring.ranking`), so speed and footprint
+cannot lift an adapter that did not learn a workload above one that did. A profile that wants raw
+speed says so: ``learning_first = false`` (a top-level key of the file) ranks by overall score right
+after parity and valid workloads.
 """
 
 from __future__ import annotations
@@ -39,6 +45,9 @@ class WeightProfile:
     description: str
     categories: Mapping[str, float]
     weights: Mapping[str, float] = field(default_factory=dict)
+    #: Rank by workloads solved, then learned, before the overall score (docs/criteria.md, "Ranks").
+    #: False only in a profile that wants raw speed to count whether or not an adapter learned.
+    learning_first: bool = True
 
     def relative_weight(self, criterion_id: str) -> float:
         return float(self.weights.get(criterion_id, 1.0))
@@ -63,7 +72,7 @@ class WeightProfile:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "categories": dict(self.categories),
-                "weights": dict(self.weights)}
+                "weights": dict(self.weights), "learning_first": self.learning_first}
 
 
 BUILTIN_PROFILES: dict[str, WeightProfile] = {
@@ -116,7 +125,7 @@ def get_profile(name: str) -> WeightProfile:
     return BUILTIN_PROFILES[name]
 
 
-_FILE_KEYS = ("base", "name", "description", "categories", "weights")
+_FILE_KEYS = ("base", "name", "description", "categories", "weights", "learning_first")
 
 
 def _number(path: Path, where: str, value: Any) -> float:
@@ -167,8 +176,12 @@ def load_weights_file(path: str | Path, criteria: Mapping[str, Any]) -> WeightPr
             raise UsageError(f"{path}: weights.{criterion_id}: {error}")
         weights[criterion_id] = _number(path, f"weights.{criterion_id}", value)
 
+    learning_first = data.get("learning_first", base.learning_first)
+    if not isinstance(learning_first, bool):
+        raise UsageError(f"{path}: learning_first: expected true or false, got {learning_first!r}")
     name = data.get("name", path.stem)
     description = data.get("description", f"weights from {path}")
     if not isinstance(name, str) or not isinstance(description, str):
         raise UsageError(f"{path}: name and description must be strings")
-    return WeightProfile(name=name, description=description, categories=categories, weights=weights)
+    return WeightProfile(name=name, description=description, categories=categories, weights=weights,
+                         learning_first=learning_first)

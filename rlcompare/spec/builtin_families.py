@@ -122,8 +122,10 @@ def update_grain(workload: WorkloadLike) -> int:
 
 
 def generation_grain(workload: WorkloadLike) -> int:
-    """Evolution strategies: one generation, every candidate's episodes at their longest. An
-    environment without a step limit has no bound on a generation: then the whole budget."""
+    """Evolution strategies: one generation, every candidate's episodes at their longest; with
+    antithetic sampling candidates come in mirrored pairs, so an odd population's generation holds
+    one more (a whole pair). An environment without a step limit has no bound on a generation: then
+    the whole budget."""
     hp = workload.hyperparameters
     # gymnasium loads here, when a grain is asked for: listing families stays light
     from rlcompare.harness.counted_envs import episode_step_limit
@@ -131,7 +133,10 @@ def generation_grain(workload: WorkloadLike) -> int:
     limit = episode_step_limit(workload.env, workload.env_kwargs)
     if limit is None:
         return workload.env_steps
-    return int(hp.population_size) * int(hp.episodes_per_candidate) * limit
+    population = int(hp.population_size)
+    if hp.antithetic:
+        population += population % 2
+    return population * int(hp.episodes_per_candidate) * limit
 
 
 BOTH = frozenset({"discrete", "continuous"})

@@ -27,7 +27,8 @@ CARTPOLE_PPO_QUICK: dict[str, Any] = {
         "value_coef": 0.5,
         "max_grad_norm": 0.5,
     },
-    "evaluation": {"interval_steps": 5_000, "episodes": 10, "deterministic": True},
+    # a multiple of one update (4 envs x 64 rollout steps = 256): evaluations land on update boundaries
+    "evaluation": {"interval_steps": 5_120, "episodes": 10, "deterministic": True},
     "success_threshold": 475.0,
 }
 
@@ -35,7 +36,7 @@ CARTPOLE_PPO_QUICK: dict[str, Any] = {
 # Tuned settings follow the RL Baselines3 Zoo where it has them, so each algorithm can learn its task.
 CLASSIC: list[dict[str, Any]] = [
     {**CARTPOLE_PPO_QUICK, "id": "cartpole-ppo", "env_steps": 100_000, "seeds": 3,
-     "description": "CartPole-v1 PPO, 4 in-process envs", "evaluation": {"interval_steps": 10_000}},
+     "description": "CartPole-v1 PPO, 4 in-process envs", "evaluation": {"interval_steps": 10_240}},
     {
         "id": "cartpole-a2c", "description": "CartPole-v1 A2C, 8 in-process envs",
         "env": "CartPole-v1", "algorithm": "A2C", "env_steps": 100_000, "seeds": 3,
@@ -52,7 +53,7 @@ CLASSIC: list[dict[str, Any]] = [
             "gamma": 0.99, "target_update_interval": 10, "train_every": 256, "gradient_steps": 128,
             "exploration_fraction": 0.16, "exploration_final_eps": 0.04,
         },
-        "evaluation": {"interval_steps": 5_000}, "success_threshold": 475.0,
+        "evaluation": {"interval_steps": 5_120}, "success_threshold": 475.0,
     },
     {
         "id": "acrobot-dqn", "description": "Acrobot-v1 DQN, one env",
@@ -96,7 +97,7 @@ SCALING: list[dict[str, Any]] = [
         "algorithm": "PPO", "env_steps": 20_000, "seeds": 2,
         "parallelism": {"envs_per_worker": 1, "workers": workers},
         "hyperparameters": {**CARTPOLE_PPO_QUICK["hyperparameters"], "rollout_steps": 512 // workers},
-        "evaluation": {"interval_steps": 10_000, "episodes": 5},
+        "evaluation": {"interval_steps": 10_240, "episodes": 5},
     }
     for workers in SCALING_WORKERS
 ]

@@ -37,11 +37,19 @@ Kind = Literal["gradient", "evolutionary"]
 BudgetGrain = Callable[[WorkloadLike], int]
 
 
+class ParityVariant(Protocol):
+    """One named departure from a family's reference update: the setting it is a different value of
+    (``defaults.adam_eps``, ``hyperparameters.max_grad_norm``)."""
+
+    setting: str
+
+
 class ParityReference(Protocol):
     """A family's reference update, as the family object carries it (the parity layer checks it is a
-    :class:`rlcompare.parity.reference.ReferenceUpdate`)."""
+    :class:`rlcompare.parity.reference.ReferenceUpdate`): its family and its named variants."""
 
     family: str
+    variants: Mapping[str, ParityVariant]
 
 
 class CanonicalHyperparameters(BaseModel):
@@ -61,7 +69,9 @@ class AlgorithmFamily:
     can act in (``discrete``, ``continuous``); ``kind`` says whether it learns by gradient steps or
     by evolving a population; ``granularity`` names the unit its training loop meets the budget in
     (one of :data:`rlcompare.harness.validity.GRANULARITIES`) and ``budget_grain(workload)`` says how many
-    env steps that unit covers, across every env of the workload.
+    env steps that unit covers, across every env of the workload. The family sets the grain: it is
+    the widest budget tolerance any adapter may declare for the family's workloads (a coarser
+    declaration refuses the pair at plan time, :func:`rlcompare.plan.matrix.check_grain`).
     """
 
     name: str
@@ -122,8 +132,13 @@ def check_family(family: Any) -> None:
                          f"got {family.granularity!r}")
     if not callable(family.budget_grain):
         raise ValueError(f"{label}: budget_grain must be a function of the workload")
-    if family.parity is not None and getattr(family.parity, "family", None) != name:
-        raise ValueError(f"{label}: parity must be a reference update of the family {name!r}")
+    if family.parity is not None:
+        if getattr(family.parity, "family", None) != name:
+            raise ValueError(f"{label}: parity must be a reference update of the family {name!r}")
+        variants = getattr(family.parity, "variants", None)
+        if not isinstance(variants, Mapping) or not all(
+                isinstance(getattr(variant, "setting", None), str) for variant in variants.values()):
+            raise ValueError(f"{label}: parity.variants must map names to variants that each name their setting")
 
 
 def check_family_for_plugin(family: Any, plugin: str) -> None:
@@ -138,6 +153,14 @@ def check_family_for_plugin(family: Any, plugin: str) -> None:
 
 #: The families a workload may name, by name.
 Families = Mapping[str, AlgorithmFamily]
+
+
+def variant_settings(family: AlgorithmFamily) -> frozenset[str]:
+    """The settings of the variants of the family's reference update (none without one): what an
+    adapter's fidelity report may list besides the canonical settings (:mod:`rlcompare.spec.settings`)."""
+    if family.parity is None:
+        return frozenset()
+    return frozenset(variant.setting for variant in family.parity.variants.values())
 
 
 def family_named(families: Families, name: str) -> AlgorithmFamily:

@@ -107,7 +107,9 @@ class Network(_Spec):
     """Fully connected policy and value networks (separate, same shape)."""
 
     hidden_sizes: tuple[Annotated[int, Strict(), Field(gt=0, le=65_536)], ...] = Field(
-        (64, 64), min_length=1, max_length=16, description="Hidden layer widths."
+        (64, 64), min_length=0, max_length=16,
+        description="Hidden layer widths; empty: a linear policy (and value function), the observation "
+                    "mapped straight to the outputs (an adapter that cannot build one says so in its fidelity report).",
     )
     activation: Literal["tanh", "relu"] = Field("tanh", description="Hidden activation.")
 

@@ -60,6 +60,16 @@ class RunRecord:
     #: needs more than it was given measures contention, not its framework (flagged in reports).
     cpus_needed: int | None = None
     cpus_given: int | None = None
+    #: The machine's load while the run ran (:mod:`rlcompare.harness.machine_load`): the 1-minute
+    #: load average at start and end, the CPUs it is spread over, the share of CPU time stolen by the
+    #: hypervisor (None where the platform does not say), and the most runs its driver had in flight
+    #: at once while it ran (itself included). Reports warn when compared timings differ in load
+    #: (:mod:`rlcompare.store.contention`).
+    load_start: float | None = None
+    load_end: float | None = None
+    load_cpus: int | None = None
+    cpu_steal: float | None = None
+    runs_in_flight: int | None = None
     final_return_mean: float | None = None
     final_return_std: float | None = None
     success_threshold: float | None = None

@@ -26,15 +26,19 @@ from rlcompare.store.records import RunRecord
 if TYPE_CHECKING:
     import pandas as pd
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 #: Run statuses (see :mod:`rlcompare.store.records`).
 STATUSES = records.STATUSES
 RUN_COLUMNS = records.run_columns()
 CURVE_COLUMNS = (
     "run_id", "env_steps", "framework_env_steps", "train_seconds", "return_mean", "return_std",
-    "episode_length_mean", "returns_json",
+    "episode_length_mean", "returns_json", "grid_steps", "updates",
 )
+#: Columns version 6 added: to ``curves`` (each point's grid point and updates before it) and to
+#: ``runs`` (the machine's load while the run ran).
+_CURVE_COLUMNS_6 = {"grid_steps": "INTEGER", "updates": "INTEGER"}
+_RUN_COLUMNS_6 = ("load_start", "load_end", "load_cpus", "cpu_steal", "runs_in_flight")
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (
@@ -52,6 +56,8 @@ CREATE TABLE IF NOT EXISTS curves (
     return_std REAL NOT NULL,
     episode_length_mean REAL,
     returns_json TEXT NOT NULL,
+    grid_steps INTEGER,
+    updates INTEGER,
     PRIMARY KEY (run_id, env_steps)
 );
 """
@@ -112,7 +118,22 @@ def _migrate_4_to_5(connection: sqlite3.Connection) -> None:
             connection.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
 
 
-_MIGRATIONS = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4, 4: _migrate_4_to_5}
+def _migrate_5_to_6(connection: sqlite3.Connection) -> None:
+    """Version 6 records each evaluation point's grid point and the updates made before it, and the
+    machine's load while each run ran. Older points and runs have them NULL: their evaluations were
+    placed by the rule of their time (the first checkpoint at or after each interval)."""
+    present = {row[1] for row in connection.execute("PRAGMA table_info(curves)")}
+    for column, sql_type in _CURVE_COLUMNS_6.items():
+        if column not in present:
+            connection.execute(f"ALTER TABLE curves ADD COLUMN {column} {sql_type}")
+    present = {row[1] for row in connection.execute("PRAGMA table_info(runs)")}
+    types = records.column_types()
+    for column in _RUN_COLUMNS_6:
+        if column not in present:
+            connection.execute(f"ALTER TABLE runs ADD COLUMN {column} {types[column][0]}")
+
+
+_MIGRATIONS = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4, 4: _migrate_4_to_5, 5: _migrate_5_to_6}
 
 
 #: ``PRAGMA application_id`` of an rlcompare store ("RLCP"): a file without it (and without the

@@ -30,11 +30,14 @@ from rlcompare.execution.process_tree import TreeMonitor
 from rlcompare.harness.contract import Adapter, check_adapter_class
 from rlcompare.harness.fidelity import Fidelity
 from rlcompare.harness.run_directory import RunDirectory
+from rlcompare.harness.validity import BudgetTolerance, grain_refusal
 from rlcompare.parity.runner import default_cache, parity_requests, run_requests
 from rlcompare.parity.verdict import DIFFERS, FAILED
 from rlcompare.plan.matrix import PlannedRun, build_plan, check_faithful
 from rlcompare.plan.placement import place_runs
 from rlcompare.plugins.manager import Plugins, build_plugin_manager
+from rlcompare.spec.families import variant_settings
+from rlcompare.spec.settings import STRUCTURAL_SETTINGS, outside_settings
 from rlcompare.spec.workload import Workload, workload_from_dict
 from rlcompare.store.records import RunRecord
 from rlcompare.store.sqlite_store import Store
@@ -51,11 +54,9 @@ MIN_BUDGET = 2_000
 EVALUATION_POINTS = 4
 #: Episodes per evaluation point: the largest batch the policy sees during evaluation.
 EVALUATION_EPISODES = 4
-#: Settings every fidelity report covers besides the algorithm's canonical hyperparameters: the
-#: network and the parallelism (``parallelism.mode`` only where the adapter offers async sampling;
-#: ``threads_per_worker`` is pinned by the harness itself).
-STRUCTURAL_SETTINGS = ("network.hidden_sizes", "network.activation", "parallelism.envs_per_worker",
-                       "parallelism.workers")
+# STRUCTURAL_SETTINGS (rlcompare.spec.settings): what every fidelity report covers besides the
+# algorithm's canonical hyperparameters: the network and the parallelism (``parallelism.mode`` only
+# where the adapter offers async sampling; ``threads_per_worker`` is pinned by the harness itself).
 #: Modules no plugin module may import, whatever its framework.
 HEAVY_MODULES = ("torch", "tensorflow", "jax", "ray")
 #: How long processes the worker started may take to go after it exited.
@@ -127,6 +128,18 @@ class Subject:
         return self._once("workload", lambda: tiny_workload(self.kit.plugins, self.adapter))
 
     @property
+    def declaration_workload(self) -> Workload:
+        """What the declaration rules ask ``fidelity()`` about: the tiny workload, or, when the adapter
+        can run none (a training rule says why), a registered workload of an algorithm it offers."""
+        return self._once("declaration_workload", self._declaration_workload)
+
+    def _declaration_workload(self) -> Workload:
+        try:
+            return self.workload
+        except ConformanceFailure:
+            return any_offered_workload(self.kit.plugins, self.adapter)
+
+    @property
     def plugin_module(self) -> str:
         """The module that registered the adapter (what ``rlcompare list`` imports)."""
         origin = self.kit.plugins.origin("adapter", self.adapter_id)
@@ -135,8 +148,8 @@ class Subject:
 
     @property
     def declarations(self) -> dict[str, Any]:
-        return self._once("declarations", lambda: declarations_in_fresh_process(self.adapter_id, self.workload,
-                                                                                 self.plugin_module))
+        return self._once("declarations", lambda: declarations_in_fresh_process(
+            self.adapter_id, self.declaration_workload, self.plugin_module))
 
     @property
     def import_probe(self) -> dict[str, Any]:
@@ -307,7 +320,8 @@ def tiny_workload(plugins: Plugins, adapter: Adapter) -> Workload:
         offered = sorted(adapter.capabilities().algorithms)
     except Exception as exc:  # noqa: BLE001 - reported as the adapter's failure
         raise ConformanceFailure(f"capabilities() raised {type(exc).__name__}: {exc}") from None
-    tried = []
+    refusals: dict[str, list[str]] = {}  # reason -> the registered workloads it refused
+    unfaithful = False
     for algorithm in offered:
         candidates = sorted((w for w in plugins.workloads.values()
                              if w.algorithm == algorithm and w.env in CONFORMANCE_ENVS),
@@ -316,16 +330,60 @@ def tiny_workload(plugins: Plugins, adapter: Adapter) -> Workload:
             workload = derive_tiny(base, adapter, plugins.algorithms)
             try:
                 adapter.check_compatible(workload, action_space_kind(workload.env, workload.env_kwargs))
+            except IncompatibleError as refusal:
+                refusals.setdefault(_reason(refusal), []).append(base.id)
+                continue
+            try:
                 check_faithful(adapter, workload)
             except IncompatibleError as refusal:
-                tried.append(str(refusal))
+                unfaithful = True
+                refusals.setdefault(_reason(refusal), []).append(base.id)
                 continue
             return workload
-    detail = f" ({'; '.join(tried)[:400]})" if tried else ""
-    raise ConformanceFailure(
-        f"no registered workload on {' or '.join(CONFORMANCE_ENVS)} that adapter {adapter.id!r} can run for its "
-        f"algorithms {', '.join(offered) or '(none)'}{detail}; register one with rlcompare_register_workloads"
-    )
+    where = " or ".join(CONFORMANCE_ENVS)
+    algorithms = ", ".join(offered) or "(none)"
+    if not refusals:
+        raise ConformanceFailure(
+            f"no registered workload on {where} names an algorithm adapter {adapter.id!r} offers ({algorithms}); "
+            "register one (a plugin's rlcompare_register_workloads hook: docs/writing-an-adapter.md, section 3)"
+        )
+    found = "; ".join(f"{', '.join(ids)}: {reason}" for reason, ids in refusals.items())
+    fix = ("map more of the canonical settings (a pair whose fidelity report leaves more than half of them "
+           "unsupported is refused: docs/writing-an-adapter.md, section 4)" if unfaithful else
+           "offer what these workloads need in capabilities(), or register a workload the adapter can run "
+           "(rlcompare_register_workloads: docs/writing-an-adapter.md, section 3)")
+    raise ConformanceFailure(f"`rlcompare plan` refuses adapter {adapter.id!r} on every registered workload on "
+                             f"{where} of its algorithms ({algorithms}): {found}. Fix: {fix}")
+
+
+def _reason(refusal: IncompatibleError) -> str:
+    """The reason of a refusal without the sentence naming the pair (the message names the adapter)."""
+    text = str(refusal)
+    head, separator, reason = text.partition(": ")
+    return reason if separator and head.startswith("adapter ") else text
+
+
+def any_offered_workload(plugins: Plugins, adapter: Adapter) -> Workload:
+    """A registered workload of the adapter's first offered algorithm that has one (on a
+    conformance environment first), else that algorithm's defaults on CartPole or Pendulum."""
+    try:
+        offered = sorted(adapter.capabilities().algorithms)
+    except Exception as exc:  # noqa: BLE001 - reported as the adapter's failure
+        raise ConformanceFailure(f"capabilities() raised {type(exc).__name__}: {exc}") from None
+    for algorithm in offered:
+        registered = sorted((w for w in plugins.workloads.values() if w.algorithm == algorithm),
+                            key=lambda w: (w.env not in CONFORMANCE_ENVS, w.id))
+        if registered:
+            return registered[0]
+    for algorithm in offered:
+        family = plugins.algorithms.get(algorithm)
+        if family is None:
+            continue
+        env = CONFORMANCE_ENVS[0] if "discrete" in family.action_spaces else CONFORMANCE_ENVS[1]
+        return workload_from_dict({"id": f"conformance-{adapter.id}"[:64], "env": env, "algorithm": algorithm,
+                                   "env_steps": MIN_BUDGET, "seeds": 1}, "conformance kit", plugins.algorithms)
+    raise ConformanceFailure(f"adapter {adapter.id!r} offers no registered algorithm ({', '.join(offered) or 'none'}); "
+                             "see `rlcompare list algorithms`")
 
 
 def derive_tiny(base: Workload, adapter: Adapter, families: Families) -> Workload:
@@ -543,26 +601,81 @@ def fidelity_problems(adapter: Adapter, workload: Workload) -> list[str]:
     return problems
 
 
-def check_fidelity_coverage(subject: Subject) -> None:
-    """Fidelity covers every canonical setting, network and parallelism, with valid statuses and
-    native names, for the tiny workload and every registered workload of an offered algorithm."""
+def offered_workloads(subject: Subject) -> list[Workload]:
+    """The tiny workload (or, when there is none, another of an offered algorithm) and every
+    registered workload of an offered algorithm: what the declaration rules judge."""
     adapter = subject.adapter
-    workloads = [subject.workload]
+    workloads = [subject.declaration_workload]
     capabilities = adapter.capabilities()
     for workload in subject.kit.plugins.workloads.values():
         if capabilities.refusal(workload, None) is None:
             workloads.append(workload)
-    for workload in workloads:
-        problems = fidelity_problems(adapter, workload)
+    return workloads
+
+
+def check_fidelity_coverage(subject: Subject) -> None:
+    """Fidelity covers every canonical setting, network and parallelism, with valid statuses and
+    native names, for the tiny workload and every registered workload of an offered algorithm."""
+    for workload in offered_workloads(subject):
+        problems = fidelity_problems(subject.adapter, workload)
         if problems:
             raise ConformanceFailure("; ".join(problems))
+
+
+def check_canonical_settings(subject: Subject) -> None:
+    """Fidelity lists the canonical settings only, and besides them only the settings of the variants
+    of the family's reference update (a departure the parity probe checks): nothing that could pad
+    the fidelity share (:mod:`rlcompare.spec.settings`)."""
+    adapter = subject.adapter
+    families = subject.kit.plugins.algorithms
+    for workload in offered_workloads(subject):
+        try:
+            entries = adapter.fidelity(workload)
+        except Exception:  # noqa: BLE001 - fidelity_coverage reports it
+            continue
+        family = families[workload.algorithm]
+        outside = outside_settings((str(getattr(entry, "setting", "")) for entry in entries),
+                                   type(workload.hyperparameters).model_fields, variant_settings(family))
+        if outside:
+            variants = sorted(variant_settings(family))
+            allowed = (f"and the {family.name} reference update's variant settings ({', '.join(variants)})"
+                       if variants else f"({family.name} has no reference update, so nothing else)")
+            raise ConformanceFailure(
+                f"fidelity() lists settings outside the canonical set: {', '.join(outside)} ({workload.algorithm}, "
+                f"workload {workload.id!r}) — report the canonical settings (hyperparameters, network, parallelism) "
+                f"{allowed} only; remove them (they never count, docs/writing-an-adapter.md, section 4)"
+            )
+
+
+def check_budget_grain(subject: Subject) -> None:
+    """The declared budget tolerance is no coarser than the family's (granularity, overshoot and
+    count gap), on the tiny workload and every registered workload of an offered algorithm: the
+    family sets the grain; a coarser declaration refuses the pair at plan time."""
+    adapter = subject.adapter
+    for workload in offered_workloads(subject):
+        allowed = BudgetTolerance.for_workload(workload)
+        try:
+            declared = adapter.budget_tolerance(workload)
+        except Exception as exc:  # noqa: BLE001 - the adapter's failure is the finding
+            raise ConformanceFailure(f"budget_tolerance() raised {type(exc).__name__}: {exc} for workload "
+                                     f"{workload.id!r}") from None
+        if not isinstance(declared, BudgetTolerance):
+            raise ConformanceFailure(f"budget_tolerance() returned {type(declared).__name__} for workload "
+                                     f"{workload.id!r}; return an rlcompare.adapter.BudgetTolerance")
+        refusal = grain_refusal(declared, allowed, workload.algorithm)
+        if refusal is not None:
+            raise ConformanceFailure(
+                f"budget_tolerance() on workload {workload.id!r}: {refusal} — stop at the family's grain "
+                "(check context.budget_reached after every rollout or update) and keep the default "
+                "Adapter.budget_tolerance, or declare a finer one"
+            )
 
 
 #: What to change, by the validity check a run failed.
 VALIDITY_HINTS = {
     "steps": "step the environments made by context.env_factory(i)() (the harness counts their steps)",
-    "budget": "stop when context.budget_reached, within Adapter.budget_tolerance(workload) (override it if your "
-              "loop meets the budget at a coarser grain)",
+    "budget": "stop when context.budget_reached, within Adapter.budget_tolerance(workload) (the family's grain: "
+              "check the budget after every rollout or update)",
     "step_counts": "return TrainingResult(framework_env_steps=...) with the framework's own count of env steps",
     "evaluated": "call context.checkpoint(policy, framework_steps) while training",
     "finite_returns": "return a policy whose actions keep the environment's rewards finite",
@@ -586,19 +699,30 @@ def check_trains_within_budget(subject: Subject) -> None:
 
 
 def check_checkpoints(subject: Subject) -> None:
-    """The curve has evaluation points during training, one near each evaluation interval."""
+    """The curve evaluates every point of the evaluation grid during training: for each multiple of
+    the interval, a point that stands for it (its ``grid_steps``), made at or after it and at most one
+    budget grain (plus one step of every env: a checkpoint per vector step) later."""
     trial = subject.finished_trial()
     workload = subject.workload
     interval = workload.evaluation.interval_steps
-    grain = trial.record.budget_overshoot_steps or 0
-    steps = sorted(int(point["env_steps"]) for point in trial.curve)
+    late = (trial.record.budget_overshoot_steps or 0) + workload.parallelism.total_envs
+    points = sorted((int(point["env_steps"]), _whole(point.get("grid_steps"))) for point in trial.curve)
     due = [k * interval for k in range(1, workload.env_steps // interval)]
-    missed = [mark for mark in due if not any(mark <= step <= mark + grain for step in steps)]
+    missed = [mark for mark in due if not any(mark <= step <= mark + late and grid in (mark, None)
+                                              for step, grid in points)]
     if missed:
+        shown = ", ".join(f"{step}" + ("" if grid is None else f" (for {grid})") for step, grid in points)
         raise ConformanceFailure(
-            f"no evaluation near env step {', '.join(map(str, missed))} (points at {', '.join(map(str, steps))}; "
-            f"interval {interval}); call context.checkpoint(policy, framework_steps) after every rollout or update"
+            f"no evaluation near env step {', '.join(map(str, missed))} (points at {shown}; interval {interval}: "
+            "each multiple of it needs a point that stands for it, within one budget grain after it); call "
+            "context.checkpoint(policy, framework_steps) after every rollout or update, and context.trace('update') "
+            "at each update so that evaluations land on update boundaries"
         )
+
+
+def _whole(value: Any) -> int | None:
+    """A curve column's integer, None where the frame holds none (NaN)."""
+    return None if value is None or value != value else int(value)
 
 
 def check_policy_batches(subject: Subject) -> None:
@@ -667,6 +791,9 @@ RULES: tuple[Rule, ...] = (
     Rule("light_declarations", "capabilities() and fidelity() work without the framework", check_light_declarations),
     Rule("fidelity_coverage", "fidelity covers every canonical setting, network and parallelism",
          check_fidelity_coverage),
+    Rule("canonical_settings", "fidelity lists canonical settings and the family's variant settings only",
+         check_canonical_settings),
+    Rule("budget_grain", "the declared budget tolerance is no coarser than the family's", check_budget_grain),
     Rule("trains_within_budget", "a tiny workload trains into a valid run", check_trains_within_budget),
     Rule("checkpoints", "evaluation points at the evaluation interval", check_checkpoints),
     Rule("policy_batches", "well-shaped actions for shrinking batches", check_policy_batches),

@@ -10,6 +10,12 @@ line per probe, to the file named by :data:`PROBE_ENV`.
 
 from __future__ import annotations
 
+# ruff: noqa: E402 - run as ``python -m``, the current directory leaves the import path first of all
+from rlcompare.harness.import_path import drop_current_directory
+
+if __name__ == "__main__":
+    drop_current_directory()  # before numpy, gymnasium, the adapter and its framework are imported
+
 import json
 import os
 from pathlib import Path

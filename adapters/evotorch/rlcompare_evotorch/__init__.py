@@ -107,8 +107,6 @@ class EvoTorchAdapter(Adapter):
         }
         pgpe = {**kwargs, "stdev_learning_rate": 0.0, "optimizer": "adam", "distributed": False}
         entries += [
-            entry("algorithm", workload.algorithm, Fidelity.EXACT, "evotorch.algorithms.PGPE", "PGPE",
-                  "symmetric sampling, centred ranks, Adam on the mean, stdev_learning_rate=0: OpenAI-ES"),
             entry("network.hidden_sizes", workload.network.hidden_sizes, Fidelity.EXACT, "GymNE.network",
                   gymne["network"], "the policy network whose parameters evolve; no value network"),
             entry("network.activation", workload.network.activation, Fidelity.EXACT, "GymNE.network",
@@ -163,8 +161,10 @@ class EvoTorchAdapter(Adapter):
             searcher = PGPE(problem, **native["PGPE"])
             discrete = problem._act_space.__class__.__name__ == "Discrete"
             context.start_training()
+            context.checkpoint(_policy(problem, searcher, discrete), 0)  # grid point 0, before any generation
             while problem.interaction_count < workload.env_steps:
                 searcher.step()  # one generation: sample, evaluate (in actors when workers > 1), update
+                context.trace("update")  # the generation's update: evaluations are placed after it
                 context.checkpoint(_policy(problem, searcher, discrete), problem.interaction_count)
             context.stop_training()
             policy = _policy(problem, searcher, discrete)

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 from rlcompare import hookimpl
 from rlcompare.adapter import (
     Adapter,
-    BudgetTolerance,
     Capabilities,
     Fidelity,
     FidelityEntry,
@@ -255,13 +254,19 @@ class RLlibAdapter(Adapter):
             note += "; state-independent log-std (free_log_std)"
         kwargs["model_config"] = model
         status = Fidelity.EXACT
-        if workload.algorithm == "SAC" and _continuous_actions(workload):
+        if not net.hidden_sizes:
+            # a linear policy: RLlib's MLP encoder takes its output size from the last hidden layer
+            # (Catalog: fcnet_hiddens[-1]) and always has one; its default layers run instead
+            del model["fcnet_hiddens"]
+            status = Fidelity.UNSUPPORTED
+            note = "RLlib's MLP encoder needs at least one hidden layer: no linear policy (its default layers run)"
+        elif workload.algorithm == "SAC" and _continuous_actions(workload):
             # SACCatalog._build_qf_encoder_continuous: a TorchMultiStreamEncoder, not one MLP
             status = Fidelity.APPROXIMATE
             note = ("critics: observation and action through separate MLPs of these sizes, fused by RLlib's "
                     "fusion network (fusionnet_hiddens [256, 256], tanh) before the Q head")
         entries.append(entry("network.hidden_sizes", list(net.hidden_sizes), status,
-                             "model_config.fcnet_hiddens", model["fcnet_hiddens"], note))
+                             "model_config.fcnet_hiddens", model.get("fcnet_hiddens"), note))
         entries.append(entry("network.activation", net.activation, Fidelity.EXACT,
                              "model_config.fcnet_activation", net.activation))
         par = workload.parallelism
@@ -285,16 +290,10 @@ class RLlibAdapter(Adapter):
         entries = self.native_config(workload)[1]
         return [*entries, *PPO_DEPARTURES] if workload.algorithm == "PPO" else entries
 
-    def budget_tolerance(self, workload: WorkloadLike) -> BudgetTolerance:
-        """One ``train()`` call samples at least ``min_sample_timesteps_per_iteration`` env steps in
-        whole fragments of every env, and the budget is checked between calls: the run may end up to
-        one such iteration past it (twice with asynchronous sampling)."""
-        default = BudgetTolerance.for_workload(workload)
-        iteration = min(ITERATION_ENV_STEPS, workload.evaluation.interval_steps) + workload.rollout_env_steps
-        if workload.parallelism.mode == "async":
-            iteration *= 2
-        steps = max(default.overshoot_steps, iteration)
-        return BudgetTolerance("rollout", steps, steps)
+    # budget_tolerance: the family's (the default). The budget is checked between train() calls; a
+    # PPO call is one training step (one rollout of every env), and an off-policy call of several
+    # training steps shrinks to one (one update interval of every env) once the budget is near
+    # (iteration_env_steps, last_iterations).
 
     def build_config(self, workload: WorkloadLike, seed: int, env: str) -> Any:
         """The RLlib AlgorithmConfig for ``workload`` (imports RLlib)."""
@@ -325,7 +324,7 @@ class RLlibAdapter(Adapter):
             # per-iteration bookkeeping is heavy, so off-policy steps of one env step each would be
             # dominated by it; the harness still evaluates at most this many steps late.
             .reporting(min_time_s_per_iteration=0, min_train_timesteps_per_iteration=0,
-                       min_sample_timesteps_per_iteration=min(ITERATION_ENV_STEPS, workload.evaluation.interval_steps))
+                       min_sample_timesteps_per_iteration=iteration_env_steps(workload))
         )
         common = {"gamma": hp.gamma, "grad_clip": getattr(hp, "max_grad_norm", None), "grad_clip_by": "global_norm"}
         if workload.algorithm == "PPO":
@@ -377,7 +376,9 @@ class RLlibAdapter(Adapter):
             remote_epsilon = trace_schedule(algorithm, context)
             framework_steps = 0
             context.start_training()
+            context.checkpoint(policy, 0)  # the untrained policy: grid point 0, before any update, as for all
             while framework_steps < workload.env_steps:
+                last_iterations(algorithm, workload, framework_steps)
                 result = algorithm.train()
                 framework_steps = int(result["env_runners"]["num_env_steps_sampled_lifetime"])
                 epsilon = remote_epsilon() if remote_epsilon is not None else None
@@ -409,6 +410,29 @@ class RLlibAdapter(Adapter):
         if update is None:
             return ParityOutcome.unverifiable(f"no {probe.family} probe is implemented for RLlib")
         return update(self, probe)
+
+
+def iteration_env_steps(workload: WorkloadLike) -> int:
+    """Env steps one ``train()`` call samples at least: one training step for PPO (its rollout of every
+    env; 0 lets RLlib run exactly one), else :data:`ITERATION_ENV_STEPS` (at most one evaluation
+    interval), since RLlib's per-iteration bookkeeping would dominate off-policy steps of a few env
+    steps each (:func:`last_iterations` shrinks them near the budget)."""
+    if workload.algorithm == "PPO" and workload.parallelism.mode == "sync":
+        return 0
+    return min(ITERATION_ENV_STEPS, workload.evaluation.interval_steps)
+
+
+def last_iterations(algorithm: Any, workload: WorkloadLike, framework_steps: int) -> None:
+    """Once fewer than one iteration's env steps are left of the budget, ``train()`` calls of one
+    update interval (or rollout) of every env, so the run ends within the family's budget grain.
+    RLlib freezes the built config; the iteration size is read from it at each call."""
+    config = algorithm.config
+    grain = workload.rollout_env_steps
+    if config.min_sample_timesteps_per_iteration > grain and workload.env_steps - framework_steps < \
+            config.min_sample_timesteps_per_iteration:
+        config._is_frozen = False  # the one setting RLlib reads afresh at every train()
+        config.min_sample_timesteps_per_iteration = grain
+        config.freeze()
 
 
 def start_ray(workload: WorkloadLike) -> None:

@@ -219,21 +219,17 @@ class SampleFactoryAdapter(Adapter):
         kwargs, entries = map_settings(workload, SETTINGS)
         kwargs["num_batches_per_epoch"] = _minibatches(workload)
         net = workload.network
-        kwargs["encoder_mlp_layers"] = list(net.hidden_sizes)
+        if net.hidden_sizes:
+            kwargs["encoder_mlp_layers"] = list(net.hidden_sizes)
         kwargs["nonlinearity"] = net.activation
         kwargs.update(FIXED)
         kwargs.update(self._parallelism_config(workload))
-        entries.append(entry("algorithm", workload.algorithm,
-                             Fidelity.EXACT if workload.parallelism.mode == "sync" else Fidelity.APPROXIMATE,
-                             "algo", "APPO",
-                             "APPO with async_rl=False alternates collection and training: PPO"
-                             if workload.parallelism.mode == "sync" else
-                             "APPO with async_rl=True trains on samples up to max_policy_lag updates old, "
-                             "without V-trace (with_vtrace=False keeps GAE)"))
-        entries.append(entry("network.hidden_sizes", list(net.hidden_sizes), Fidelity.EXACT, "encoder_mlp_layers",
-                             list(net.hidden_sizes),
-                             "separate actor and critic encoders (actor_critic_share_weights=False), no RNN core, "
-                             "linear heads; orthogonal init with gain 1 (SB3: sqrt 2, 0.01 on the policy head)"))
+        entries.append(entry(
+            "network.hidden_sizes", list(net.hidden_sizes), Fidelity.EXACT if net.hidden_sizes else Fidelity.UNSUPPORTED,
+            "encoder_mlp_layers", list(net.hidden_sizes) or None,
+            "separate actor and critic encoders (actor_critic_share_weights=False), no RNN core, linear heads; "
+            "orthogonal init with gain 1 (SB3: sqrt 2, 0.01 on the policy head)" if net.hidden_sizes else
+            "no linear policy: the adapter passes no empty encoder to Sample Factory, whose default layers run"))
         entries.append(entry("network.activation", net.activation, Fidelity.EXACT, "nonlinearity", net.activation))
         entries.extend(self._parallelism_fidelity(workload))
         entries.extend(PPO_DEPARTURES)
@@ -270,8 +266,9 @@ class SampleFactoryAdapter(Adapter):
                                  "rollout worker processes (serial_mode=False), plus one inference worker and "
                                  "one learner process"))
         entries.append(entry("parallelism.mode", par.mode, Fidelity.EXACT, "async_rl", par.mode == "async",
-                             "sync: collection and training alternate; async: workers sample while the learner "
-                             "trains"))
+                             "sync: collection and training alternate (APPO with async_rl=False: PPO); async: "
+                             "workers sample while the learner trains on samples up to max_policy_lag updates "
+                             "old, without V-trace (with_vtrace=False keeps GAE)"))
         entries.append(entry("parallelism.threads_per_worker", par.threads_per_worker,
                              Fidelity.EXACT if par.threads_per_worker == 1 else Fidelity.APPROXIMATE,
                              "torch.set_num_threads", par.threads_per_worker,
@@ -391,7 +388,8 @@ class SampleFactoryRun:
     """One Sample Factory training run with the workload's configuration, on the given env factories.
 
     Used by the adapter (with counted harness envs and a per-step callback) and by the overhead
-    benchmark (with plain envs and none), so both train the identical configuration.
+    benchmark's baseline (``benchmarks/baselines.py``: plain envs, a stop at the budget), so both
+    train the identical configuration.
     """
 
     def __init__(self, workload: WorkloadLike, seed: int, train_dir: Path, factories: list[Callable[[], Any]]) -> None:
@@ -461,7 +459,7 @@ class SampleFactoryRun:
             return getattr(learner, "actor_critic", None) is not None
         return self._client is not None and self._client.latest_policy_version >= 0
 
-    def train(self, on_learner_steps: Callable[[int], bool] | None = None) -> None:
+    def train(self, on_learner_steps: Callable[[int], bool]) -> None:
         """Run until Sample Factory's budget, or until ``on_learner_steps`` returns True."""
         from sample_factory.algo.utils.misc import LEARNER_ENV_STEPS, ExperimentStatus
 
@@ -470,7 +468,7 @@ class SampleFactoryRun:
 
         def handler(runner: Any, msg: dict[str, Any], policy_id: int) -> None:
             self.env_steps = int(runner.env_steps.get(0, 0))
-            if on_learner_steps is not None and on_learner_steps(self.env_steps) and not runner.stopped:
+            if on_learner_steps(self.env_steps) and not runner.stopped:
                 runner._stop_training()  # noqa: SLF001 - the runner's own stop, as at its budget
 
         # runs after the runner's own handler has recorded the learner's count

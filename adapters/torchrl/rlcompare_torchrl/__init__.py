@@ -268,12 +268,10 @@ class TorchRLAdapter(Adapter):
         else:
             config["schedule"]["target_update_interval"] = getattr(hp, "target_update_interval", None)
             config["schedule"]["train_every"] = hp.train_every  # type: ignore[union-attr]
-        fixed, fixed_note, fixed_status = _fixed_choices(algorithm)
+        fixed, _why, _status = _fixed_choices(algorithm)  # the native config; no fidelity entry (not canonical)
         config["loss"].update(fixed)
         loss_class = {"PPO": "ClipPPOLoss", "A2C": "A2CLoss", "DQN": "DQNLoss", "SAC": "SACLoss"}[algorithm]
         config["loss"]["class"] = loss_class
-        entries.insert(0, entry("algorithm", algorithm, fixed_status, f"torchrl.objectives.{loss_class}", fixed,
-                                fixed_note))
         net = workload.network
         hidden = list(net.hidden_sizes)
         activation = f"torch.nn.{ACTIVATIONS[net.activation]}"
@@ -492,7 +490,7 @@ class TorchRLSetup:
         every worker process)."""
         return int(self.collector._frames)
 
-    def run(self, after_batch: Callable[[int], None] | None = None) -> None:
+    def run(self, after_batch: Callable[[int], None]) -> None:
         """Train for the workload's budget; ``after_batch(steps)`` runs after every batch's update."""
         if self.workload.algorithm in ON_POLICY:
             self._run_on_policy(after_batch)
@@ -508,12 +506,11 @@ class TorchRLSetup:
             torch.nn.utils.clip_grad_norm_(self.parameters, max_grad_norm)
         self.optimizer.step()
 
-    def _run_on_policy(self, after_batch: Callable[[int], None] | None) -> None:
+    def _run_on_policy(self, after_batch: Callable[[int], None]) -> None:
         for data in self.collector:
             self.update_on_policy(data)
             self.collector.update_policy_weights_()
-            if after_batch is not None:
-                after_batch(self.env_steps)
+            after_batch(self.env_steps)
 
     def update_on_policy(self, data: Any) -> None:
         """One rollout's update: GAE over the rollout (the critic as it collected), then the epochs."""
@@ -546,7 +543,7 @@ class TorchRLSetup:
         if self.config["schedule"].get("target_update_interval") is None:
             self.extras["target_updater"].step()  # SAC: Polyak after every gradient step
 
-    def _run_off_policy(self, after_batch: Callable[[int], None] | None) -> None:
+    def _run_off_policy(self, after_batch: Callable[[int], None]) -> None:
         hp = self.workload.hyperparameters
         buffer = self.extras["buffer"]
         target_updater = self.extras["target_updater"]
@@ -574,8 +571,7 @@ class TorchRLSetup:
                     self.on_update()
             periods_done = periods
             self.collector.update_policy_weights_()
-            if after_batch is not None:
-                after_batch(self.env_steps)
+            after_batch(self.env_steps)
 
     def policy_fn(self, deterministic: bool) -> Callable[[np.ndarray], np.ndarray]:
         """A batch-observations -> batch-actions numpy callable over the live actor."""

@@ -140,8 +140,28 @@ class SkewedUpdate(Stepper):
         return A2CReference().expected(dataclasses.replace(probe, hyperparameters=hyperparameters))
 
 
+class PaddedFidelity(Stepper):
+    id = "paddedfidelity"
+    summary = "pads its fidelity report with exact entries no rule asks for"
+
+    def fidelity(self, workload: Any) -> list[FidelityEntry]:
+        return [*super().fidelity(workload),
+                FidelityEntry("padding.made_up", 1, Fidelity.EXACT, "made_up"),
+                FidelityEntry("algorithm", "A2C", Fidelity.EXACT, "A2C")]
+
+
+class CoarseGrain(Stepper):
+    id = "coarsegrain"
+    summary = "declares a generation budget grain for A2C"
+
+    def budget_tolerance(self, workload: Any) -> Any:
+        from rlcompare.adapter import BudgetTolerance
+
+        return BudgetTolerance("generation", 1_000, 1_000)
+
+
 ADAPTERS = (Stepper, UnregisteredFramework, EagerDeclarations, PartialFidelity, Overshoot, NoCheckpoints,
-            SqueezedActions, LeakyProcesses, SkewedUpdate)
+            SqueezedActions, LeakyProcesses, SkewedUpdate, PaddedFidelity, CoarseGrain)
 
 
 
