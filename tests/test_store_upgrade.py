@@ -44,6 +44,8 @@ def _version_5(path: Path) -> Path:
             connection.execute(f"ALTER TABLE curves DROP COLUMN {column}")
         for column in NEW_RUN_COLUMNS:
             connection.execute(f"ALTER TABLE runs DROP COLUMN {column}")
+        for table in ("attempts", "claims"):  # version 7's
+            connection.execute(f"DROP TABLE {table}")
         connection.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
     connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     connection.close()
@@ -56,7 +58,7 @@ def _score(store: Path, capsys: pytest.CaptureFixture[str]) -> dict:
 
 
 def test_version_6_stores_each_points_grid_point_and_each_runs_load(tmp_path: Path) -> None:
-    assert SCHEMA_VERSION == 6
+    assert SCHEMA_VERSION >= 6
     record = RunRecord(run_id="w__a__s0", workload_id="w", workload_digest="d", adapter="a", framework="f",
                        algorithm="PPO", env_id="CartPole-v1", seed=0, status="ok", workload_json={},
                        load_start=0.5, load_end=1.5, load_cpus=2, cpu_steal=0.01, runs_in_flight=2)
@@ -100,7 +102,9 @@ def test_a_version_5_store_is_migrated_when_written(tmp_path: Path) -> None:
     with Store(old) as store:
         store.create()
     connection = sqlite3.connect(old)
-    assert connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("6",)
+    assert connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION),)
+    tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert {"attempts", "claims"} <= tables
     curve_columns = {row[1] for row in connection.execute("PRAGMA table_info(curves)")}
     run_columns = {row[1] for row in connection.execute("PRAGMA table_info(runs)")}
     assert set(NEW_CURVE_COLUMNS) <= curve_columns and set(NEW_RUN_COLUMNS) <= run_columns
@@ -143,6 +147,7 @@ def test_a_bundle_from_before_the_new_columns_verifies(tmp_path: Path, capsys: p
     inputs = canonical(inputs)
     document.update(inputs=inputs, digest=digest(inputs, is_canonical=True), run_digests=_run_digests(inputs),
                     sections={name: digest(inputs.get(name), is_canonical=True) for name in SECTIONS})
+    document["citation"].update(digest=document["digest"], key="rlcompare_" + document["digest"][7:19])
     old = tmp_path / "old-matrix.json"
     old.write_text(json.dumps(document), encoding="utf-8")
     assert read_bundle(old).inputs.curves_frame()["grid_steps"].isna().all()

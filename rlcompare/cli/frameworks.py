@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rlcompare.cli.terminal import terminal_console
 from rlcompare.errors import UnknownNameError
 from rlcompare.plugins.manager import BUILTIN_PLUGINS, build_plugin_manager
 from rlcompare.registry.entries import FrameworkEntry
@@ -97,10 +98,9 @@ def cmd_frameworks(args: argparse.Namespace) -> int:
     if args.json:
         _print_json([entry.to_json_dict() for entry in selected])
         return 0
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(width=200)
+    console = terminal_console(width=200)
     if not selected:
         title = f"frameworks (0 of {len(entries)})"
         if conditions:

@@ -29,6 +29,7 @@ from rlcompare.cli.options import (
 )
 from rlcompare.cli.plan_view import grain_text, pair_views
 from rlcompare.cli.progress import ConsoleProgress, note
+from rlcompare.cli.terminal import terminal_console, visible_output
 from rlcompare.errors import RLCompareError, UsageError
 from rlcompare.execution.backend import BackendOptions, Limits, cpus_needed
 from rlcompare.execution.driver import Driver
@@ -104,7 +105,6 @@ def _warn_plugin_errors(plugins: Plugins) -> None:
 
 
 def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title, show_lines=False)
@@ -112,7 +112,7 @@ def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) ->
         table.add_column(column)
     for row in rows:
         table.add_row(*("" if cell is None else str(cell) for cell in row))
-    Console(width=160).print(table)
+    terminal_console(width=160).print(table)
 
 
 # -- commands ----------------------------------------------------------------------------------------
@@ -325,7 +325,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         _print_json({"store": args.store, "counts": dict(summary.counts), "skipped": summary.skipped,
                      "recovered": [{"run_id": o.run_id, "status": o.status} for o in summary.recovered],
                      "unstored": [{"run_id": r, "directory": d, "error": e} for r, d, e in summary.unstored],
+                     "taken": [{"run_id": r, "by": by} for r, by in summary.taken],
+                     "kept_earlier": summary.kept_earlier,
                      "runs": [{"run_id": o.run_id, "status": o.status} for o in summary.outcomes]})
+    if summary.taken:
+        run_id, holder = summary.taken[0]
+        print(f"rlcompare: {len(summary.taken)} runs were being run by another driver on this store (e.g. {run_id} "
+              f"by {holder}): left to it", file=sys.stderr)
+    if summary.kept_earlier:
+        print(f"rlcompare: {len(summary.kept_earlier)} runs did not finish this time while an earlier attempt had "
+              f"(e.g. {summary.kept_earlier[0]}): the earlier result stays, both attempts are kept "
+              f"(`rlcompare show run ID`)", file=sys.stderr)
     if summary.recovered:
         statuses = ", ".join(f"{n} {status}" for status, n in sorted(
             Counter(o.status for o in summary.recovered).items()))
@@ -358,6 +368,7 @@ def _raise_broken_pipe(_console: Any) -> None:
     raise BrokenPipeError
 
 
+@visible_output()  # what a command prints shows control characters as text (rlcompare.cli.terminal)
 def main(argv: Sequence[str] | None = None) -> int:
     import rich.console
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import NoReturn
 
 from rlcompare.scoring.criteria import Criterion
+from rlcompare.scoring.option_bounds import MAX_REPS, MIN_REPS, SEED_LIMIT
 from rlcompare.scoring.profiles import DEFAULT_PROFILE, WeightProfile, get_profile, load_weights_file
 
 DEFAULT_STORE = "rlcompare.db"
@@ -74,8 +75,8 @@ def repetitions(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number of repetitions, got {text!r}") from None
-    if value < 100:
-        raise argparse.ArgumentTypeError(f"expected at least 100 repetitions, got {value}")
+    if not MIN_REPS <= value <= MAX_REPS:
+        raise argparse.ArgumentTypeError(f"expected {MIN_REPS} to {MAX_REPS} repetitions, got {value}")
     return value
 
 
@@ -84,7 +85,7 @@ def bootstrap_seed(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number from 0 to 2**32-1, got {text!r}") from None
-    if not 0 <= value < 2**32:
+    if not 0 <= value < SEED_LIMIT:
         raise argparse.ArgumentTypeError(f"expected a whole number from 0 to 2**32-1, got {value}")
     return value
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from rlcompare.cli.options import name_list
 from rlcompare.cli.progress import note
+from rlcompare.cli.terminal import terminal_console
 from rlcompare.errors import UnknownNameError
 from rlcompare.parity.runner import default_cache, parity_requests, run_requests
 from rlcompare.parity.verdict import ParityVerdict
@@ -53,7 +54,6 @@ def cmd_parity(args: argparse.Namespace) -> int:
 
 
 def render(verdicts: list[ParityVerdict]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title="parity: each framework's own update against the reference")
@@ -63,7 +63,7 @@ def render(verdicts: list[ParityVerdict]) -> None:
         detail = " + ".join(verdict.variant) if verdict.variant else verdict.reason or "; ".join(
             check.describe() for check in verdict.checks)
         table.add_row(verdict.adapter, verdict.family, verdict.case, verdict.status, detail)
-    Console(width=160).print(table)
+    terminal_console(width=160).print(table)
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"parity": cmd_parity}

@@ -1,6 +1,8 @@
 """Progress of a matrix on stderr: on a terminal, a live bar (done / failed / running / remaining,
 time left) with one line per finished run above it; otherwise plain lines, one per event, never
-wrapped, for logs and CI."""
+wrapped, for logs and CI. Every name and error in a line is one line with nothing hidden
+(:func:`rlcompare.reporting.escape.terminal`): a run's error text cannot move the cursor or start a
+line of its own."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ import sys
 import time
 from typing import IO, TYPE_CHECKING, Any
 
+from rlcompare.cli.terminal import raw_stream, terminal_console
 from rlcompare.execution.backend import cpus_needed
+from rlcompare.reporting.escape import terminal
 
 if TYPE_CHECKING:
     from rlcompare.execution.backend import Backend
@@ -18,7 +22,7 @@ if TYPE_CHECKING:
 def note(message: str) -> None:
     """One ``rlcompare: MESSAGE`` line on stderr: what a command is doing (building an environment,
     measuring a framework) while it would otherwise say nothing."""
-    print(f"rlcompare: {message}", file=sys.stderr)
+    print(f"rlcompare: {terminal(message)}", file=sys.stderr)
 
 
 STYLES = {"ok": "green", "failed": "red", "timeout": "yellow", "invalid": "magenta", "interrupted": "yellow"}
@@ -30,14 +34,13 @@ class ConsoleProgress:
         self.stream = stream or sys.stderr
         self.done = self.failed = self.running = 0
         self.started_at = time.monotonic()
-        self.live = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.live = bool(getattr(raw_stream(self.stream), "isatty", lambda: False)())
         self._progress: Any = None
         self._task: Any = None
         if self.live and total:
-            from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-            console = Console(file=self.stream, highlight=False)
+            console = terminal_console(self.stream, markup=True)
             self._progress = Progress(TextColumn("[bold]runs"), BarColumn(), MofNCompleteColumn(),
                                       TextColumn("{task.fields[counts]}"), TimeRemainingColumn(), console=console,
                                       transient=True)
@@ -50,7 +53,7 @@ class ConsoleProgress:
 
     def _line(self, text: str, markup: str | None = None) -> None:
         if self._progress is not None:
-            self._progress.console.print(markup or text, soft_wrap=True)
+            self._progress.console.print(markup if markup is not None else _escape(text), soft_wrap=True)
         else:
             print(text, file=self.stream, flush=True)
 
@@ -61,13 +64,14 @@ class ConsoleProgress:
             return
         crowded = [run for run in plan.runs if cpus_needed(run) > given]
         if crowded:
-            workloads = sorted({run.workload.id for run in crowded})
+            workloads = sorted({terminal(run.workload.id) for run in crowded})
             self._line(f"note: {len(crowded)} runs ({', '.join(workloads)}) keep more CPUs busy than the "
                        f"{given} each gets here: their throughput measures contention, not the framework")
 
     def started(self, planned: PlannedRun) -> None:
         self.running += 1
-        self._line(f"start {planned.run_id}", f"[dim]start[/dim] {planned.run_id}")
+        run_id = terminal(planned.run_id)
+        self._line(f"start {run_id}", f"[dim]start[/dim] {_escape(run_id)}")
         self._update()
 
     def finished(self, outcome: RunOutcome) -> None:
@@ -84,7 +88,9 @@ class ConsoleProgress:
         parts.append(f"{record.wall_seconds or 0.0:.1f} s")
         if outcome.status != "ok" and record.error:
             parts.append(f"- {record.error}")
-        text = "  ".join(parts)
+        if record.note:
+            parts.append(f"({record.note})")
+        text = terminal("  ".join(parts))
         style = STYLES.get(outcome.status, "white")
         self._line(f"{outcome.status:<11} {text}", f"[{style}]{outcome.status:<11}[/{style}] {_escape(text)}")
         self._update()
@@ -99,7 +105,7 @@ class ConsoleProgress:
         counts = ", ".join(f"{count} {status}" for status, count in sorted(summary.counts.items())) or "nothing run"
         skipped = f", {len(summary.skipped)} already stored" if summary.skipped else ""
         elapsed = time.monotonic() - self.started_at
-        print(f"{counts}{skipped}; stored in {store} ({elapsed:.0f} s)", file=self.stream, flush=True)
+        print(f"{counts}{skipped}; stored in {terminal(store)} ({elapsed:.0f} s)", file=self.stream, flush=True)
 
 
 def _escape(text: str) -> str:

@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from rlcompare.cli.options import DEFAULT_STORE, bootstrap_seed, repetitions, resolve_profile
 from rlcompare.cli.progress import note
+from rlcompare.cli.terminal import terminal_console
 from rlcompare.errors import UsageError
 from rlcompare.harness.measurement_cache import MeasurementCache
 from rlcompare.plugins.manager import Plugins, build_plugin_manager
 from rlcompare.reporting.bundle import bundle_document, verify_bundle, write_bundle
 from rlcompare.reporting.citation import CITATION_FORMATS
+from rlcompare.reporting.escape import terminal
 from rlcompare.reporting.formats import resolve_formats, write_report
 from rlcompare.scoring.profiles import BUILTIN_PROFILES, DEFAULT_PROFILE
 from rlcompare.store.sqlite_store import Store
@@ -81,7 +83,7 @@ def load_plugins() -> Plugins:
 
 def _warn(plugins: Plugins) -> None:
     for error in plugins.errors:
-        print(f"warning: {error}", file=sys.stderr)
+        print(f"warning: {terminal(error)}", file=sys.stderr)
 
 
 def _build(args: argparse.Namespace, plugins: Plugins, formats: tuple[str, ...] = ()) -> Report:
@@ -131,7 +133,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     check_output_folder(args.out, "--out")
     report = _build(args, plugins, tuple(f.id for f in formats))
     for path in write_report(report, args.out, formats):
-        print(path)
+        print(terminal(path))
     return 0
 
 
@@ -150,7 +152,7 @@ def cmd_bundle(args: argparse.Namespace) -> int:
     report = _build(args, plugins)
     document = bundle_document(report.inputs, report.matrix, report.citation, report.store)
     path = write_bundle(args.out, document)
-    print(f"{path}\t{document['digest']}")
+    print(f"{terminal(path)}\t{document['digest']}")
     return 0
 
 
@@ -160,7 +162,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     result = verify_bundle(args.bundle, plugins.scoring_catalogue())
     stream = sys.stdout if result.ok else sys.stderr
     for line in result.lines():
-        print(line, file=stream)
+        print(terminal(line), file=stream)
     return 0 if result.ok else 1
 
 
@@ -175,7 +177,6 @@ def list_formats(plugins: Plugins, as_json: bool) -> int:
     if as_json:
         print(json.dumps(rows, indent=2, sort_keys=True))
         return 0
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title="report formats")
@@ -184,7 +185,7 @@ def list_formats(plugins: Plugins, as_json: bool) -> int:
     for row in rows:
         plugin = f"{row['plugin']} ({row['distribution'] or '?'} {row['version'] or ''})".strip()
         table.add_row(row["id"], row["writes"], plugin, row["description"])
-    Console(width=160).print(table)
+    terminal_console(width=160).print(table)
     return 0
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlcompare.cli.options import DEFAULT_STORE, bootstrap_seed, repetitions, resolve_profile
 from rlcompare.cli.progress import note
+from rlcompare.cli.terminal import terminal_console
 from rlcompare.harness.measurement_cache import MeasurementCache
 from rlcompare.plugins.manager import Plugins, build_plugin_manager
 from rlcompare.reporting.numbers import format_number
@@ -165,7 +166,6 @@ def _estimate_text(estimate: Any) -> str:
 
 
 def _print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title, show_lines=False)
@@ -173,7 +173,7 @@ def _print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str
         table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(*row)
-    Console(width=max(120, 26 * len(columns))).print(table)
+    terminal_console(width=max(120, 26 * len(columns))).print(table)
 
 
 def _title(criterion: Any) -> str:

@@ -17,7 +17,7 @@ from rlcompare.store.sqlite_store import Store
 
 #: The fields shown first, in this order, with their labels; the rest follow in ``--json`` only.
 SHOWN = (("workload_id", "workload"), ("adapter", "adapter"), ("framework", "framework"), ("seed", "seed"),
-         ("status", "status"), ("error", "error"), ("env_steps", "env steps"),
+         ("status", "status"), ("error", "error"), ("note", "note"), ("env_steps", "env steps"),
          ("framework_env_steps", "framework env steps"), ("budget_env_steps", "budget"),
          ("startup_seconds", "start-up s"), ("training_seconds", "training s"),
          ("evaluation_seconds", "evaluation s"), ("throughput", "env steps/s"),
@@ -48,7 +48,12 @@ def stored_run(store_path: str, run_id: str) -> dict[str, Any]:
     if match.empty:
         raise UnknownNameError(f"run in {store_path}", run_id, runs["run_id"].tolist(), "rlcompare show run --help")
     row = match.iloc[0].to_dict()
-    return {key: _plain(key, value) for key, value in row.items()}
+    shown = {key: _plain(key, value) for key, value in row.items()}
+    with store:
+        shown["other_attempts"] = [{"number": attempt["number"], "status": attempt["status"],
+                                    "finished_at": attempt["finished_at"], "error": attempt["record"].get("error"),
+                                    "evaluations": len(attempt["curve"])} for attempt in store.attempts(run_id)]
+    return shown
 
 
 def _plain(key: str, value: Any) -> Any:
@@ -80,6 +85,10 @@ def render(run: Mapping[str, Any]) -> str:
     if isinstance(validity, dict):
         verdict = "valid" if validity.get("valid") else "invalid: " + "; ".join(validity.get("reasons") or [])
         lines.append(f"  validity: {verdict}")
+    for attempt in run.get("other_attempts") or ():
+        error = f" ({attempt['error']})" if attempt.get("error") else ""
+        lines.append(f"  other attempt {attempt['number']}: {attempt['status']}, "
+                     f"{attempt['evaluations']} evaluation points{error}")
     traceback = run.get("traceback")
     lines.append("traceback:" if traceback else "traceback: none recorded")
     if traceback:

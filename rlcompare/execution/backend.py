@@ -16,12 +16,12 @@ import os
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rlcompare.errors import PluginError
-from rlcompare.harness.protocol import RunResult
+from rlcompare.harness.protocol import CurvePoint, RunResult
 
 if TYPE_CHECKING:
     from rlcompare.harness.run_directory import RunDirectory
@@ -31,8 +31,12 @@ if TYPE_CHECKING:
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 #: The module every run's worker process runs (``python -m WORKER_MODULE SPEC.json``).
 WORKER_MODULE = "rlcompare.harness.worker"
-#: Every process of a run inherits this variable, so stragglers can be found after the fact.
+#: Every process of a run inherits these variables, so stragglers can be found after the fact: the
+#: run id, and the attempt (the run directory's path: it names the store and differs for every
+#: attempt). Cleanup matches the attempt only, so two drivers running the same run id (on one store
+#: or two) never stop each other's processes.
 RUN_ID_ENV = "RLCOMPARE_RUN_ID"
+ATTEMPT_ENV = "RLCOMPARE_ATTEMPT"
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,11 @@ class Ending:
     peak_rss_bytes: int | None = None
     cpus_given: int | None = None
     output_tail: str = ""
+    #: What happened on the way that is not an error (stored as the run's note), e.g. a re-run.
+    note: str | None = None
+    #: Attempts the backend ended and started again (e.g. after losing a cluster node): why, and the
+    #: evaluation points each reached. The driver stores each as an interrupted attempt of the run.
+    earlier_attempts: list[tuple[str, list[CurvePoint]]] = field(default_factory=list)
 
 
 class Backend(ABC):
@@ -119,15 +128,20 @@ class Backend(ABC):
         """Stop the run's whole process tree and say how it ended (``status`` with ``reason``)."""
 
 
-def worker_environment(planned: PlannedRun, base: dict[str, str] | None = None) -> dict[str, str]:
-    """A run's environment: thread pins identical for every adapter, the run id on every process,
-    no inherited Ray address (a framework using Ray starts its own)."""
+def worker_environment(planned: PlannedRun, base: dict[str, str] | None = None,
+                       directory: RunDirectory | None = None) -> dict[str, str]:
+    """A run's environment: thread pins identical for every adapter, the run id and the attempt
+    (``directory``'s path) on every process, no inherited Ray address (a framework using Ray starts
+    its own). Without ``directory`` the worker marks itself with its spec's run directory."""
     env = dict(os.environ if base is None else base)
     threads = str(planned.workload.parallelism.threads_per_worker)
     for name in THREAD_ENV_VARS:
         env[name] = threads
     env["PYTHONUNBUFFERED"] = "1"
     env[RUN_ID_ENV] = planned.run_id
+    env.pop(ATTEMPT_ENV, None)  # never the driver's own (a driver started from inside a run)
+    if directory is not None:
+        env[ATTEMPT_ENV] = str(directory.path)
     env.pop("RAY_ADDRESS", None)
     if planned.environment is not None:
         enter_environment(env, planned.environment.python)

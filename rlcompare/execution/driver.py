@@ -6,6 +6,12 @@ committed them; a run that finished while its driver was gone, or that could not
 full, store locked), is stored by the next ``run`` on the store. SIGINT and SIGTERM stop the matrix
 cleanly: in-flight runs are stopped and stored as ``interrupted`` with the evaluation points they
 finished.
+
+Drivers that meet on one store share the work: each claims a run in the store before starting it
+(:mod:`rlcompare.store.claims`) and leaves alone a run another live driver claimed, or one another
+driver stored ok since this one started (any stored ok run, with ``--resume``). Every attempt is
+marked with its own run directory, so cleanup never reaches another driver's processes, and a
+stored ok attempt is never displaced by a later one that did not finish (both are kept).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from rlcompare.plan.matrix import Plan, PlannedRun, RefusedPair, run_id_for
 from rlcompare.spec.builtin_families import builtin_families
 from rlcompare.spec.families import Families
 from rlcompare.spec.workload import Workload, workload_from_dict
+from rlcompare.store.claims import ClaimOutcome, ClaimOwner
 from rlcompare.store.records import RunRecord
 from rlcompare.store.sqlite_store import Store, StoreWriteError
 
@@ -47,6 +54,11 @@ class RunOutcome:
 class RunSummary:
     outcomes: list[RunOutcome] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    #: Runs another live driver on the same store had claimed: (run id, which driver); it runs them.
+    taken: list[tuple[str, str]] = field(default_factory=list)
+    #: Runs whose new attempt did not finish while a finished one was stored: that one stays the
+    #: run's result, and the new attempt is kept beside it (``rlcompare show run``).
+    kept_earlier: list[str] = field(default_factory=list)
     #: Runs a previous driver left in their run directories (finished, or interrupted), stored now;
     #: they do not count towards this matrix's exit status.
     recovered: list[RunOutcome] = field(default_factory=list)
@@ -106,15 +118,20 @@ class Driver:
         #: The families the workloads of runs left behind by another driver may name.
         self.families = builtin_families() if families is None else families
         self._stop_signal: int | None = None
+        self._started_at = time.time()
+        #: This driver, as it claims runs in the store.
+        self.owner = ClaimOwner.this_process()
 
     def run(self, plan: Plan, resume: bool = False) -> RunSummary:
         summary = RunSummary()
+        self._started_at = time.time()
         try:
             self._recover(summary)
             for refused in plan.refused:
                 self._store(_refused_record(refused), [], None, summary)
             return self._run(plan, resume, summary)
         finally:
+            self.store.release_claims(self.owner)  # e.g. runs not started after a signal
             remove_root_if_empty(self.store.path)  # no empty folder left beside the store
 
     def _run(self, plan: Plan, resume: bool, summary: RunSummary) -> RunSummary:
@@ -135,7 +152,10 @@ class Driver:
             capacity = max(1, self.backend.capacity())
             while ((pending and not summary.unstored) or active) and self._stop_signal is None:
                 while pending and len(active) < capacity and not summary.unstored and self._stop_signal is None:
-                    active.append(self._submit(pending.pop(0)))
+                    started = self._claim_and_submit(pending.pop(0), resume, summary)
+                    if started is None:
+                        continue
+                    active.append(started)
                     for run in active:
                         run.peak_in_flight = max(run.peak_in_flight, len(active))
                 news = {id(handle) for handle in self.backend.wait([run.handle for run in active], POLL_SECONDS)}
@@ -179,8 +199,26 @@ class Driver:
 
         return restore
 
-    def _submit(self, planned: PlannedRun) -> _InFlight:
+    def _claim_and_submit(self, planned: PlannedRun, resume: bool, summary: RunSummary) -> _InFlight | None:
+        """Claim the run in the store, then start it; None when another driver has it or did it."""
         directory = RunDirectory.create(self.store.path, planned.run_id)
+        try:
+            claim = self.store.claim_run(planned.run_id, planned.workload.digest, str(directory.path), self.owner,
+                                         done_since=float("-inf") if resume else self._started_at)
+        except BaseException:
+            directory.remove()
+            raise
+        if claim.outcome is not ClaimOutcome.CLAIMED:
+            directory.remove()
+            if claim.outcome is ClaimOutcome.DONE:
+                summary.skipped.append(planned.run_id)
+            else:
+                holder = claim.holder.describe() if claim.holder is not None else "another driver"
+                summary.taken.append((planned.run_id, holder))
+            return None
+        return self._submit(planned, directory)
+
+    def _submit(self, planned: PlannedRun, directory: RunDirectory) -> _InFlight:
         launched_at = time.time()
         directory.write_spec(run_spec(planned, directory, launched_at))
         handle = self.backend.submit(planned, directory)
@@ -189,6 +227,10 @@ class Driver:
         return _InFlight(planned, directory, launched_at, handle)
 
     def _finish(self, run: _InFlight, ending: Ending, summary: RunSummary) -> RunOutcome:
+        for reason, points in ending.earlier_attempts:  # kept beside the final attempt, never lost
+            earlier = Ending(result=None, stop_status="interrupted", stop_reason=reason)
+            self._store(build_record(run.planned, earlier, points, run.launched_at), points, run.directory, summary,
+                        keep_directory=True)
         curve = run.directory.read_progress()
         record = build_record(run.planned, ending, curve, run.launched_at, runs_in_flight=run.peak_in_flight)
         self._store(record, curve, run.directory, summary)
@@ -198,14 +240,18 @@ class Driver:
         return outcome
 
     def _store(self, record: RunRecord, curve: Sequence[CurvePoint], directory: RunDirectory | None,
-               summary: RunSummary) -> bool:
+               summary: RunSummary, keep_directory: bool = False) -> bool:
         """Commit the run; on failure keep its directory (the next run on the store commits it)."""
         try:
-            self.store.save_run(record, curve)
+            current = self.store.save_run(record, curve, attempt=str(directory.path) if directory is not None else None)
         except StoreWriteError as error:
             where = str(directory.path) if directory is not None else "(refused pair, planned again)"
             summary.unstored.append((record.run_id, where, str(error)))
             return False
+        if keep_directory:
+            return True
+        if not current:
+            summary.kept_earlier.append(record.run_id)
         if directory is not None:
             directory.remove()
         return True
@@ -330,6 +376,7 @@ def build_record(planned: PlannedRun, ending: Ending, curve: Sequence[CurvePoint
         schedule_json=result.schedule,
         parity_json=None if planned.parity is None else list(planned.parity),
         traceback=result.traceback or (ending.output_tail if status not in ("ok", "invalid") else None),
+        note=ending.note,
     )
 
 

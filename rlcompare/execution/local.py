@@ -66,7 +66,7 @@ class LocalBackend(Backend):
     def submit(self, planned: PlannedRun, directory: RunDirectory) -> LocalRun:
         log = directory.log.open("wb")
         watched, held = os.pipe()  # the worker reads until the driver's end closes
-        env = worker_environment(planned)
+        env = worker_environment(planned, directory=directory)
         env[DRIVER_FD_ENV] = str(watched)
         try:
             process = subprocess.Popen(
@@ -81,7 +81,7 @@ class LocalBackend(Backend):
             raise
         finally:
             os.close(watched)
-        return LocalRun(planned, process, directory, time.monotonic(), TreeMonitor(process.pid, planned.run_id),
+        return LocalRun(planned, process, directory, time.monotonic(), TreeMonitor(process.pid, str(directory.path)),
                         log, held)
 
     def wait(self, handles: Sequence[Any], timeout: float) -> Sequence[Any]:

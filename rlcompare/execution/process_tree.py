@@ -15,7 +15,8 @@ class TreeMonitor:
     """Samples a process tree: peak summed RSS, CPU seconds per process, every pid ever seen."""
 
     root_pid: int
-    run_id: str | None = None
+    #: The attempt every process of the run carries (:data:`ATTEMPT_ENV`): its run directory.
+    attempt: str | None = None
     peak_rss_bytes: int = 0
     cpu_by_pid: dict[int, float] = field(default_factory=dict)
     seen: dict[int, psutil.Process] = field(default_factory=dict)
@@ -56,22 +57,25 @@ class TreeMonitor:
 
 
     def adopt_marked(self) -> None:
-        """Add live processes carrying this run's ``RLCOMPARE_RUN_ID`` (e.g. daemons that left the
-        tree and the process group, as Ray's may): they are the run's even if no longer its children."""
-        if self.run_id is None:
+        """Add live processes carrying this attempt's ``RLCOMPARE_ATTEMPT`` (e.g. daemons that left
+        the tree and the process group, as Ray's may): they are the run's even if no longer its
+        children. Only this attempt's: another driver's run with the same run id is left alone."""
+        if self.attempt is None:
             return
         for process in psutil.process_iter():
             if process.pid in self.seen or process.pid == os.getpid():
                 continue
             try:
-                if process.environ().get(RUN_ID_ENV) == self.run_id:
+                if process.environ().get(ATTEMPT_ENV) == self.attempt:
                     self.seen[process.pid] = process
             except psutil.Error:
                 continue
 
 
-#: Every process of a run inherits this variable, so stragglers can be found after the fact.
+#: Every process of a run inherits these variables, so stragglers can be found after the fact: the
+#: run id (for people), and the attempt (its run directory; cleanup matches on this one only).
 RUN_ID_ENV = "RLCOMPARE_RUN_ID"
+ATTEMPT_ENV = "RLCOMPARE_ATTEMPT"
 
 
 #: Linux lists each thread's children in /proc: walking them costs O(the run's tree), where psutil's

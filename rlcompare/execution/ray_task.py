@@ -2,10 +2,11 @@
 backend starts, supervised the same way, with its evaluation points streamed back as they appear.
 
 Runs inside a Ray worker process, so it imports no framework code: the standard library, psutil
-(for the process tree) and rlcompare's own light modules. Every item it yields is plain data:
+(for the process tree) and rlcompare's own light modules. Every item it yields is plain data: first
+``{"kind": "node", ...}`` naming the Ray node it runs on (:func:`run_on_node`), then
 ``{"kind": "point", "point": {...}}`` for each evaluation point, ``{"kind": "stats", ...}`` now and
-then, and one final ``{"kind": "end", ...}``. If the task is cancelled or its process dies, the
-worker notices its closed driver pipe and stops its whole tree.
+then, and one final ``{"kind": "end", ...}``. If the task is cancelled or its process dies (its node
+lost included), the worker notices its closed driver pipe and stops its whole tree.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from rlcompare.execution.backend import RUN_ID_ENV, THREAD_ENV_VARS, WORKER_MODULE, enter_environment
+from rlcompare.execution.backend import ATTEMPT_ENV, RUN_ID_ENV, THREAD_ENV_VARS, WORKER_MODULE, enter_environment
 from rlcompare.execution.process_tree import TreeMonitor, kill_tree
 from rlcompare.harness.driver_watch import DRIVER_FD_ENV
 from rlcompare.harness.protocol import CurvePoint, RunResult, RunSpec
@@ -32,6 +33,32 @@ SAMPLE_SECONDS = 0.2
 #: Seconds between two stats items (peak memory and CPU so far) while nothing else is sent.
 STATS_SECONDS = 2.0
 
+#: What a task executes: a run's spec, its limits and its CPUs in, plain items out.
+Execute = Callable[[dict[str, Any], dict[str, Any], int], Iterator[dict[str, Any]]]
+
+
+def run_on_node(execute: Execute, rerun: int, spec_data: dict[str, Any], limits: dict[str, Any],
+                cpus_given: int) -> Iterator[dict[str, Any]]:
+    """The Ray task: say which node it runs on (so the driver can tell, when the task fails, whether
+    its node was lost and which), then run ``execute`` there.
+
+    A re-run after a node loss (``rerun`` > 0) is an attempt of its own: its processes carry their
+    own attempt marker (the run directory's path, suffixed), so the lost attempt's worker, which
+    stops every process carrying its marker when its task dies, never reaches the re-run, even on a
+    machine both share (several raylets on one host)."""
+    import ray  # present: this runs in a Ray worker
+
+    yield {"kind": "node", "node_id": ray.get_runtime_context().get_node_id(),
+           "address": ray.util.get_node_ip_address(), "host": os.uname().nodename, "rerun": rerun}
+    if rerun > 0:
+        spec_data = {**spec_data, "run_dir": rerun_marker(str(spec_data["run_dir"]), rerun)}
+    yield from execute(spec_data, limits, cpus_given)
+
+
+def rerun_marker(run_dir: str, rerun: int) -> str:
+    """The attempt marker of the ``rerun``-th re-run of the run whose directory is ``run_dir``."""
+    return f"{run_dir}#rerun-{rerun}"
+
 
 def _environment(spec: RunSpec, watched: int) -> dict[str, str]:
     env = dict(os.environ)
@@ -40,6 +67,7 @@ def _environment(spec: RunSpec, watched: int) -> dict[str, str]:
         env[name] = threads
     env["PYTHONUNBUFFERED"] = "1"
     env[RUN_ID_ENV] = spec.run_id
+    env[ATTEMPT_ENV] = spec.run_dir
     env[DRIVER_FD_ENV] = str(watched)
     for name in ("RAY_ADDRESS", "RAY_JOB_ID", "RAY_RAYLET_PID"):  # a framework's own Ray starts fresh
         env.pop(name, None)
@@ -101,7 +129,7 @@ def execute_run(spec_data: dict[str, Any], limits: dict[str, Any], cpus_given: i
                "node": os.uname().nodename}
         return
     pid = int(launcher.stdout.strip())
-    monitor = TreeMonitor(pid, spec.run_id)
+    monitor = TreeMonitor(pid, spec.run_dir)
     sent = 0
     last_stats = started
     stop_status = stop_reason = None

@@ -3,8 +3,10 @@
 The driver keeps the write end of a pipe whose read end the worker inherits; a thread of the worker
 blocks reading it. The read returns only when every write end is closed, which happens when the
 driver exits or is killed (SIGKILL included), so a worker never trains on unsupervised. The tree is
-the worker's process group plus every process carrying the run's ``RLCOMPARE_RUN_ID`` (daemons
-such as Ray's may leave the group). Standard library only: the worker may run in another
+the worker's process group plus every process carrying this attempt's ``RLCOMPARE_ATTEMPT`` (daemons
+such as Ray's may leave the group): the attempt (the run directory's path) names the store and
+differs for every attempt, so a worker never touches the processes of another driver's run with
+the same run id. Standard library only: the worker may run in another
 environment.
 """
 
@@ -17,6 +19,8 @@ from pathlib import Path
 
 DRIVER_FD_ENV = "RLCOMPARE_DRIVER_FD"
 RUN_ID_ENV = "RLCOMPARE_RUN_ID"
+#: Every process of one attempt of a run carries this variable: the attempt's run directory.
+ATTEMPT_ENV = "RLCOMPARE_ATTEMPT"
 
 
 def watch_driver() -> threading.Thread | None:
@@ -40,12 +44,12 @@ def _wait_then_stop(fd: int) -> None:
             pass
     except OSError:
         pass
-    stop_run_tree(os.environ.get(RUN_ID_ENV))
+    stop_run_tree(os.environ.get(ATTEMPT_ENV))
 
 
-def marked_processes(run_id: str) -> list[int]:
-    """Pids of live processes (other than this one) whose environment carries ``run_id``."""
-    marker = f"{RUN_ID_ENV}={run_id}".encode()
+def marked_processes(attempt: str) -> list[int]:
+    """Pids of live processes (other than this one) whose environment carries ``attempt``."""
+    marker = f"{ATTEMPT_ENV}={attempt}".encode()
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -58,10 +62,10 @@ def marked_processes(run_id: str) -> list[int]:
     return found
 
 
-def stop_run_tree(run_id: str | None) -> None:
-    """SIGKILL every process of the run outside this process group, then the group (this one too)."""
-    if run_id:
-        for pid in marked_processes(run_id):
+def stop_run_tree(attempt: str | None) -> None:
+    """SIGKILL every process of the attempt outside this process group, then the group (this one too)."""
+    if attempt:
+        for pid in marked_processes(attempt):
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:

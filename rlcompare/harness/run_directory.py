@@ -59,7 +59,7 @@ def write_json_atomically(path: Path, data: Any, sync: bool = True) -> None:
     os.replace(partial, path)
 
 
-def _process_start(pid: int) -> float | None:
+def process_start(pid: int) -> float | None:
     """When process ``pid`` started (clock ticks since boot, from /proc), or None if it is gone."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
@@ -84,7 +84,7 @@ class RunDirectory:
             root.mkdir(exist_ok=True)
             path.mkdir()
         directory = cls(path)
-        write_json_atomically(directory.driver, {"pid": os.getpid(), "start": _process_start(os.getpid()),
+        write_json_atomically(directory.driver, {"pid": os.getpid(), "start": process_start(os.getpid()),
                                                  "claimed_at": time.time()}, sync=False)
         return directory
 
@@ -160,7 +160,7 @@ class RunDirectory:
         owner = _read_json(self.driver)
         if not owner or "pid" not in owner:
             return False
-        return _process_start(int(owner["pid"])) == owner.get("start")
+        return process_start(int(owner["pid"])) == owner.get("start")
 
     def claim(self) -> RunDirectory | None:
         """Take an orphaned run over: the directory is renamed (atomic, so of two drivers only one
@@ -172,7 +172,7 @@ class RunDirectory:
         except OSError:
             return None
         claimed = RunDirectory(target)
-        write_json_atomically(claimed.driver, {"pid": os.getpid(), "start": _process_start(os.getpid()),
+        write_json_atomically(claimed.driver, {"pid": os.getpid(), "start": process_start(os.getpid()),
                                                "claimed_at": time.time()})
         return claimed
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from rlcompare.harness.context import TrainingContext
 from rlcompare.harness.contract import Adapter
-from rlcompare.harness.driver_watch import watch_driver
+from rlcompare.harness.driver_watch import ATTEMPT_ENV, watch_driver
 from rlcompare.harness.host import distribution_versions, host_info, loaded_versions
 from rlcompare.harness.protocol import RunResult, RunSpec
 from rlcompare.harness.run_directory import RunDirectory
@@ -88,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     data = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
     started = time.time()
     run_id = str(data.get("run_id")) if isinstance(data, dict) else "?"
+    if isinstance(data, dict) and isinstance(data.get("run_dir"), str):
+        # every process this run starts is marked with the attempt, whatever backend started it
+        os.environ.setdefault(ATTEMPT_ENV, data["run_dir"])
     try:
         spec = RunSpec.from_dict(data)
         result = run_spec(spec)

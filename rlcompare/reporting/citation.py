@@ -9,12 +9,12 @@ run finished, not when the citation was printed: citing the same matrix twice gi
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rlcompare.reporting.escape import latex
+from rlcompare.reporting.escape import bibtex as bibtex_field
+from rlcompare.reporting.escape import visible, yaml_string
 
 if TYPE_CHECKING:
     from rlcompare.reporting.inputs import ScoringInputs
@@ -61,15 +61,17 @@ class Citation:
     # -- formats ------------------------------------------------------------------------------------
 
     def bibtex(self) -> str:
-        """A ``@misc`` entry; every field escaped for LaTeX, the title's capitals kept by braces."""
+        """A ``@misc`` entry; every field escaped for LaTeX with its braces balanced
+        (:func:`rlcompare.reporting.escape.bibtex`), so no name can end a field or add one; the
+        title's capitals kept by braces, each author braced (an ``and`` in a name stays in it)."""
         fields = [
-            ("title", "{" + latex(self.title) + "}"),
-            ("author", " and ".join("{" + latex(a) + "}" for a in self.authors)),
+            ("title", "{" + bibtex_field(self.title) + "}"),
+            ("author", " and ".join("{" + bibtex_field(a) + "}" for a in self.authors)),
             ("year", str(self.date.year)),
             ("month", self.date.strftime("%b").lower()),
-            ("howpublished", latex(f"rlcompare {self.rlcompare_version} scoring matrix")),
-            ("version", latex(self.digest)),
-            ("note", latex(f"Content digest {self.digest}; {self.runs} runs of "
+            ("howpublished", bibtex_field(f"rlcompare {self.rlcompare_version} scoring matrix")),
+            ("version", bibtex_field(self.digest)),
+            ("note", bibtex_field(f"Content digest {self.digest}; {self.runs} runs of "
                            f"{', '.join(self.frameworks)}; computed by rlcompare {self.rlcompare_version}; "
                            f"check with rlcompare verify")),
         ]
@@ -78,10 +80,9 @@ class Citation:
         return f"@misc{{{self.key},\n{body}\n}}\n"
 
     def cff(self) -> str:
-        """CITATION.cff (version 1.2.0) of the matrix as a dataset; scalars written as JSON strings,
-        which YAML reads as double-quoted scalars."""
-        def q(text: str) -> str:
-            return json.dumps(text)
+        """CITATION.cff (version 1.2.0) of the matrix as a dataset; every scalar one line with
+        nothing hidden, double-quoted (:func:`rlcompare.reporting.escape.yaml_string`)."""
+        q = yaml_string
 
         lines = [
             "cff-version: 1.2.0",
@@ -103,9 +104,10 @@ class Citation:
         return "\n".join(lines) + "\n"
 
     def text(self) -> str:
+        """One line of text, nothing hidden (:func:`rlcompare.reporting.escape.visible`)."""
         authors = ", ".join(self.authors)
-        return (f"{authors} ({self.date.year}). {self.title}. rlcompare {self.rlcompare_version}, "
-                f"{self.runs} runs, content digest {self.digest}.")
+        return visible(f"{authors} ({self.date.year}). {self.title}. rlcompare {self.rlcompare_version}, "
+                       f"{self.runs} runs, content digest {self.digest}.")
 
     def render(self, format_name: str) -> str:
         if format_name == "bibtex":

@@ -3,6 +3,9 @@ with a JSON Schema) and the citation formats, BibTeX and CITATION.cff.
 
 Numbers are written at full precision (Python's shortest round-trip ``repr``), so a number read
 back from the CSV or the JSON is the number of the matrix, equal to ``rlcompare score --json``'s.
+The JSON keeps every text exactly (written in ASCII: any other character as ``\\uXXXX``); a CSV
+text cell that a spreadsheet would run as a formula starts with a single quote
+(:mod:`rlcompare.reporting.escape`).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
+from rlcompare.reporting.escape import csv_cell
 from rlcompare.reporting.model import TABLES, Report
 
 if TYPE_CHECKING:
@@ -106,14 +110,33 @@ def json_schema() -> dict[str, Any]:
     }
 
 
+def json_text(document: Any) -> str:
+    """JSON of ``document`` in ASCII: every text exact, any other character (a control, a
+    bidirectional override) spelled ``\\uXXXX``, so the file hides nothing from a reader."""
+    return json.dumps(document, indent=1, sort_keys=False, allow_nan=False, ensure_ascii=True) + "\n"
+
+
 def render_json(report: Report) -> dict[str, str]:
-    document = json.dumps(report_document(report), indent=1, sort_keys=False, allow_nan=False)
-    return {"rlcompare-report.json": document + "\n",
+    return {"rlcompare-report.json": json_text(report_document(report)),
             "rlcompare-report.schema.json": json.dumps(json_schema(), indent=1) + "\n"}
 
 
+def csv_text(frame: pd.DataFrame) -> str:
+    """A table as CSV that a spreadsheet opens as data: every text cell through
+    :func:`rlcompare.reporting.escape.csv_cell` (nothing hidden, no formula), numbers as they are."""
+    import pandas as pd
+
+    text_columns = [column for column in frame.columns
+                    if frame[column].dtype == object or pd.api.types.is_string_dtype(frame[column].dtype)]
+    if text_columns:
+        frame = frame.copy()
+        for column in text_columns:
+            frame[column] = frame[column].map(csv_cell)
+    return frame.to_csv(index=False)
+
+
 def render_csv(report: Report) -> dict[str, str]:
-    return {f"{CSV_DIRECTORY}/{name}.csv": report.table(name).to_csv(index=False) for name in TABLES}
+    return {f"{CSV_DIRECTORY}/{name}.csv": csv_text(report.table(name)) for name in TABLES}
 
 
 def render_bibtex(report: Report) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from rlcompare.errors import PluginError, UnknownNameError, UsageError
+from rlcompare.reporting.output_folder import write_files
 
 if TYPE_CHECKING:
     from rlcompare.reporting.model import Report
@@ -47,7 +48,8 @@ class ReportFormat:
             path = PurePosixPath(str(name))
             if path.is_absolute() or ".." in path.parts or not path.parts:
                 raise PluginError(self.id, f"report format {self.id!r} wrote outside the output directory: {name!r}")
-            out[str(path)] = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+            # a lone surrogate (a name read from an undecodable file name) as visible \udcxx text
+            out[str(path)] = content.encode("utf-8", "backslashreplace") if isinstance(content, str) else bytes(content)
         return out
 
 
@@ -80,7 +82,8 @@ def resolve_formats(names: Iterable[str], available: Mapping[str, ReportFormat])
 
 def write_report(report: Report, out_dir: str | Path, formats: Iterable[ReportFormat]) -> list[Path]:
     """Render every format first, then write them all under ``out_dir``; returns the files written.
-    A format that fails to render leaves nothing written."""
+    A format that fails to render leaves nothing written; a link planted under ``out_dir`` is
+    replaced, never written through (:mod:`rlcompare.reporting.output_folder`)."""
     rendered: dict[str, bytes] = {}
     owners: dict[str, str] = {}
     for report_format in formats:
@@ -89,14 +92,4 @@ def write_report(report: Report, out_dir: str | Path, formats: Iterable[ReportFo
                 raise PluginError(report_format.id, f"report formats {owners[name]!r} and {report_format.id!r} "
                                                     f"both write {name}")
             rendered[name], owners[name] = content, report_format.id
-    out = Path(out_dir)
-    written = []
-    for name, content in rendered.items():
-        path = out / name
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(content)
-        except OSError as exc:
-            raise UsageError(f"--out: cannot write {path} ({exc.strerror})") from None
-        written.append(path)
-    return written
+    return write_files(out_dir, rendered)

@@ -1,9 +1,10 @@
 """The document formats: Markdown, HTML and LaTeX, rendered with Jinja2 from one view of a report.
 
 :func:`report_view` lays the report out for reading (the numbers formatted as ``rlcompare score``
-formats them); every template escapes every expression for its language: HTML by autoescape, LaTeX
-and Markdown through ``finalize`` (:mod:`rlcompare.reporting.escape`). Text that is already valid in
-the target language (formatted numbers) is marked :class:`Safe`.
+formats them); every template escapes every expression for its language
+(:mod:`rlcompare.reporting.escape`): HTML shows nothing hidden (:func:`visible`) and autoescapes,
+LaTeX and Markdown escape through ``finalize``. Text that is already valid in the target language
+(formatted numbers) is marked :class:`Safe`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from rlcompare.reporting import plots
-from rlcompare.reporting.escape import Safe, latex, markdown
+from rlcompare.reporting.escape import Safe, latex, markdown, visible
 from rlcompare.reporting.numbers import format_number
 from rlcompare.reporting.tables import (
     FRAMEWORK_FACTS,
@@ -255,7 +256,13 @@ def _environment(kind: str) -> Environment:
     common = {"loader": loader, "undefined": StrictUndefined, "trim_blocks": True, "lstrip_blocks": True,
               "keep_trailing_newline": True}
     if kind == "html":
-        return Environment(autoescape=select_autoescape(default=True, default_for_string=True), **common)
+        from markupsafe import Markup
+
+        def finalize(value: Any) -> Any:  # nothing hidden, then autoescape; figures and CSS are Markup
+            return value if isinstance(value, Markup) else visible(value, lines=True)
+
+        return Environment(autoescape=select_autoescape(default=True, default_for_string=True), finalize=finalize,
+                           **common)
     escape = latex if kind == "latex" else markdown
     delimiters = {}
     if kind == "latex":  # LaTeX is full of braces: blocks <% %>, expressions << >>, comments <# #>
@@ -279,7 +286,7 @@ def _fence(text: str) -> str:
 def render_markdown(report: Report) -> str:
     view = report_view(report)
     bibtex = report.citation.bibtex()
-    commands = "\n".join(report.commands)
+    commands = "\n".join(visible(command, lines=True) for command in report.commands)
     return _environment("md").get_template("report.md.j2").render(
         **view, bibtex=Safe(bibtex), bibtex_fence=Safe(_fence(bibtex)), commands_text=Safe(commands),
         commands_fence=Safe(_fence(commands)))

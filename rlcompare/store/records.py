@@ -94,6 +94,9 @@ class RunRecord:
     #: ran (``rlcompare parity``), each as :meth:`rlcompare.parity.verdict.ParityVerdict.to_dict`.
     parity_json: list[dict[str, Any]] | None = None
     traceback: str | None = None
+    #: What happened to a run on its way that is not an error (e.g. re-run after losing its cluster
+    #: node, and on which node it finished).
+    note: str | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

@@ -1,8 +1,12 @@
 """The results store: one SQLite file, a versioned schema, one transaction per finished run.
 
-``runs`` has one row per run id (``workload__adapter__sN``) with a ``status`` column; evaluation
-curves live in ``curves``. :meth:`Store.runs_frame` and :meth:`Store.curves_frame` are the analysis
-interface (pandas DataFrames).
+``runs`` has one row per run id (``workload__adapter__sN``) with a ``status`` column: the run's
+current attempt, the one scoring reads; evaluation curves live in ``curves``. Every earlier attempt
+of a run is kept in ``attempts`` (its row and curve as JSON), and an attempt that did not finish
+(failed, timeout, interrupted) never displaces one that did (ok or invalid): it goes to
+``attempts`` instead. ``claims`` says which driver runs which run (:mod:`rlcompare.store.claims`).
+:meth:`Store.runs_frame` and :meth:`Store.curves_frame` are the analysis interface (pandas
+DataFrames).
 """
 
 from __future__ import annotations
@@ -20,13 +24,13 @@ from rlcompare.errors import StoreError
 from rlcompare.harness.protocol import CurvePoint
 from rlcompare.harness.validity import BudgetTolerance, judge_run
 from rlcompare.spec.workload import workload_from_dict
-from rlcompare.store import records
+from rlcompare.store import claims, records
 from rlcompare.store.records import RunRecord
 
 if TYPE_CHECKING:
     import pandas as pd
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 #: Run statuses (see :mod:`rlcompare.store.records`).
 STATUSES = records.STATUSES
@@ -39,6 +43,20 @@ CURVE_COLUMNS = (
 #: ``runs`` (the machine's load while the run ran).
 _CURVE_COLUMNS_6 = {"grid_steps": "INTEGER", "updates": "INTEGER"}
 _RUN_COLUMNS_6 = ("load_start", "load_end", "load_cpus", "cpu_steal", "runs_in_flight")
+
+#: Statuses of an attempt that ran to its end and was judged: a later attempt that did not finish
+#: never displaces one of these as the run's current attempt.
+FINISHED_STATUSES = ("ok", "invalid")
+_ATTEMPTS_TABLE_SQL = """
+CREATE TABLE IF NOT EXISTS attempts (
+    run_id TEXT NOT NULL,
+    number INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    finished_at REAL,
+    record_json TEXT NOT NULL,
+    curve_json TEXT NOT NULL,
+    PRIMARY KEY (run_id, number)
+)"""
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (
@@ -60,6 +78,8 @@ CREATE TABLE IF NOT EXISTS curves (
     updates INTEGER,
     PRIMARY KEY (run_id, env_steps)
 );
+{_ATTEMPTS_TABLE_SQL};
+{claims.CLAIMS_TABLE_SQL};
 """
 
 
@@ -133,7 +153,18 @@ def _migrate_5_to_6(connection: sqlite3.Connection) -> None:
             connection.execute(f"ALTER TABLE runs ADD COLUMN {column} {types[column][0]}")
 
 
-_MIGRATIONS = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4, 4: _migrate_4_to_5, 5: _migrate_5_to_6}
+def _migrate_6_to_7(connection: sqlite3.Connection) -> None:
+    """Version 7 keeps every attempt of a run (``attempts``), records which driver runs which run
+    (``claims``), and a run's note (``runs.note``: e.g. re-run after a lost node). Older stores
+    kept one attempt per run: theirs is the current one."""
+    connection.execute(_ATTEMPTS_TABLE_SQL)
+    connection.execute(claims.CLAIMS_TABLE_SQL)
+    if "note" not in {row[1] for row in connection.execute("PRAGMA table_info(runs)")}:
+        connection.execute("ALTER TABLE runs ADD COLUMN note TEXT")
+
+
+_MIGRATIONS = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4, 4: _migrate_4_to_5, 5: _migrate_5_to_6,
+               6: _migrate_6_to_7}
 
 
 #: ``PRAGMA application_id`` of an rlcompare store ("RLCP"): a file without it (and without the
@@ -362,8 +393,14 @@ class Store:
 
     # -- writing -----------------------------------------------------------------------------------
 
-    def save_run(self, record: RunRecord, curve: Iterable[CurvePoint] = ()) -> None:
-        """Store one finished run and its curve in a single transaction (replacing an older try).
+    def save_run(self, record: RunRecord, curve: Iterable[CurvePoint] = (), attempt: str | None = None) -> bool:
+        """Store one finished attempt of a run and its curve in a single transaction, releasing
+        ``attempt``'s claim on the run.
+
+        The attempt becomes the run's current one (the one scoring reads; the previous current
+        attempt is kept in ``attempts``) unless it did not finish (failed, timeout, interrupted)
+        while the current one did (ok or invalid): then the current one stays and this attempt is
+        kept in ``attempts``. Returns whether it became the current attempt.
 
         Raises :class:`StoreWriteError` when the transaction cannot be committed."""
         row = record.row()
@@ -372,22 +409,84 @@ class Store:
                 row[column] = json.dumps(row[column], sort_keys=True, default=str)
         points = [{**point.to_dict(), "run_id": row["run_id"], "returns_json": json.dumps(list(point.returns))}
                   for point in curve]
+        run_id = row["run_id"]
         try:
             connection = self._connect(create=True)
             with connection:
-                connection.execute("DELETE FROM curves WHERE run_id = ?", (row["run_id"],))
-                connection.execute(
-                    f"INSERT OR REPLACE INTO runs ({', '.join(RUN_COLUMNS)}) "
-                    f"VALUES ({', '.join('?' * len(RUN_COLUMNS))})",
-                    [row[column] for column in RUN_COLUMNS],
-                )
-                connection.executemany(
-                    f"INSERT OR REPLACE INTO curves ({', '.join(CURVE_COLUMNS)}) "
-                    f"VALUES ({', '.join('?' * len(CURVE_COLUMNS))})",
-                    [[point[column] for column in CURVE_COLUMNS] for point in points],
-                )
+                stored = connection.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+                current = not (stored is not None and stored[0] in FINISHED_STATUSES
+                               and record.status not in FINISHED_STATUSES)
+                if not current:
+                    self._keep_attempt(connection, run_id, row, points)
+                else:
+                    if stored is not None:
+                        self._keep_current_attempt(connection, run_id)
+                    connection.execute("DELETE FROM curves WHERE run_id = ?", (run_id,))
+                    connection.execute(
+                        f"INSERT OR REPLACE INTO runs ({', '.join(RUN_COLUMNS)}) "
+                        f"VALUES ({', '.join('?' * len(RUN_COLUMNS))})",
+                        [row[column] for column in RUN_COLUMNS],
+                    )
+                    connection.executemany(
+                        f"INSERT OR REPLACE INTO curves ({', '.join(CURVE_COLUMNS)}) "
+                        f"VALUES ({', '.join('?' * len(CURVE_COLUMNS))})",
+                        [[point[column] for column in CURVE_COLUMNS] for point in points],
+                    )
+                if attempt is not None:
+                    claims.release(connection, run_id, attempt)
         except sqlite3.DatabaseError as exc:
-            raise StoreWriteError(f"{self.path}: could not store run {row['run_id']} ({exc})") from None
+            raise StoreWriteError(f"{self.path}: could not store run {run_id} ({exc})") from None
+        return current
+
+    @staticmethod
+    def _keep_attempt(connection: sqlite3.Connection, run_id: str, row: dict[str, Any],
+                      points: list[dict[str, Any]]) -> None:
+        number = connection.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM attempts WHERE run_id = ?",
+                                    (run_id,)).fetchone()[0]
+        curve = [{column: point[column] for column in CURVE_COLUMNS if column != "run_id"} for point in points]
+        connection.execute(
+            "INSERT INTO attempts (run_id, number, status, finished_at, record_json, curve_json) VALUES (?, ?, ?, ?, ?, ?)",
+            (run_id, number, row["status"], row["finished_at"], json.dumps(row, default=str), json.dumps(curve)))
+
+    def _keep_current_attempt(self, connection: sqlite3.Connection, run_id: str) -> None:
+        """Copy the run's current attempt (row and curve) into ``attempts`` before it is replaced."""
+        cursor = connection.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,))
+        names = [column[0] for column in cursor.description]
+        stored = dict(zip(names, cursor.fetchone(), strict=True))
+        cursor = connection.execute("SELECT * FROM curves WHERE run_id = ? ORDER BY env_steps", (run_id,))
+        names = [column[0] for column in cursor.description]
+        points = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+        self._keep_attempt(connection, run_id, stored, points)
+
+    def claim_run(self, run_id: str, digest: str, attempt: str, owner: claims.ClaimOwner,
+                  done_since: float | None) -> claims.Claim:
+        """Claim a run before starting it (:func:`rlcompare.store.claims.claim_run`).
+
+        Raises :class:`StoreWriteError` when the store cannot be written."""
+        try:
+            connection = self._connect(create=True)
+            return claims.claim_run(connection, run_id, digest, attempt, owner, done_since, time.time())
+        except sqlite3.DatabaseError as exc:
+            raise StoreWriteError(f"{self.path}: could not claim run {run_id} ({exc})") from None
+
+    def release_claims(self, owner: claims.ClaimOwner) -> None:
+        """Drop every claim ``owner`` still holds (a driver ending); best effort."""
+        if self._connection is None or not self._writable:
+            return
+        try:
+            with self._connection:
+                claims.release_owned(self._connection, owner)
+        except sqlite3.DatabaseError:
+            pass  # a claim left behind is taken over once its driver is gone
+
+    def attempts(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's earlier (or displaced) attempts, oldest first: number, status, finished_at,
+        and the stored row and curve."""
+        rows = self._read_params(
+            "SELECT number, status, finished_at, record_json, curve_json FROM attempts WHERE run_id = ? ORDER BY number",
+            (run_id,))
+        return [{"number": number, "status": status, "finished_at": finished_at, "record": json.loads(record),
+                 "curve": json.loads(curve)} for number, status, finished_at, record, curve in rows]
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -399,8 +498,11 @@ class Store:
         return dict(rows)
 
     def _read(self, query: str) -> list[tuple[Any, ...]]:
+        return self._read_params(query, ())
+
+    def _read_params(self, query: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         try:
-            return self._connect(create=False).execute(query).fetchall()
+            return self._connect(create=False).execute(query, params).fetchall()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: cannot read the store ({exc})") from None
 

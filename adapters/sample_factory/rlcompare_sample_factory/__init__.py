@@ -558,7 +558,14 @@ class SampleFactoryRun:
             except Exception:  # noqa: BLE001 - the runner already stopped: the last model seen stands
                 pass
             if self._last_model is not None:
-                self._final_model = copy.deepcopy(self._last_model)
+                # the model caches its last action distribution; after a learner step its tensors
+                # are part of an autograd graph, which deepcopy refuses: copy the model without it
+                cached = getattr(self._last_model, "last_action_distribution", None)
+                self._last_model.last_action_distribution = None
+                try:
+                    self._final_model = copy.deepcopy(self._last_model)
+                finally:
+                    self._last_model.last_action_distribution = cached
         processes = list(getattr(self.runner, "processes", []))
         sampler = getattr(self.runner, "sampler", None)
         processes.extend(getattr(sampler, "processes", []) if sampler is not None else [])
