@@ -2,30 +2,65 @@
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
+# uv (default) or pip
+INSTALLER ?= uv
+# Python writes each module's bytecode the first time it is imported, also where the environment
+# says not to (PYTHONDONTWRITEBYTECODE): compiling every installed module up front (torch, Ray, ...)
+# takes over a minute on 2 CPUs, while the modules a demo or the tests import compile in about 15 s,
+# once, on first use.
+export PYTHONDONTWRITEBYTECODE :=
 STAMP := $(VENV)/.rlcompare-installed
 # The built-in plugins: each a distribution of its own, installed like any outside package.
 BUILTIN_DISTS := criteria adapters/sb3 adapters/tianshou adapters/rllib adapters/torchrl adapters/skrl adapters/evotorch adapters/sample_factory
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo demo-all test lint bench clean
 
 install: $(STAMP)
 
+# uv installs (about 10x faster than pip); `make install INSTALLER=pip` is the fallback. uv does not
+# read pip's configuration: rlcompare.pyenvs.indexes prints pip's index settings as uv options (the
+# standard library only, so it runs before anything is installed), so torch comes as the CPU build
+# pip would take.
 $(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(BUILTIN_DISTS))
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+ifeq ($(INSTALLER),pip)
 	$(PY) -m pip install --quiet --upgrade pip
 	# the CPU build of torch first, so no dependency pulls a CUDA build
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[test]' $(addprefix -e ,$(BUILTIN_DISTS))
-	# bytecode for the project's own modules: with PYTHONDONTWRITEBYTECODE set (as on this
-	# workplace's machines) every command would otherwise compile them again at start-up
-	PYTHONDONTWRITEBYTECODE= $(PY) -m compileall -q rlcompare adapters criteria
+else
+	$(PY) -m pip install --quiet 'uv>=0.5'
+	$(VENV)/bin/uv pip install --quiet --python $(PY) \
+		$$(PYTHONPATH=. $(PY) -m rlcompare.pyenvs.indexes) \
+		torch==2.13.0 -e '.[test]' $(addprefix -e ,$(BUILTIN_DISTS))
+endif
+	# bytecode for the project's own modules now (a command run outside make, with
+	# PYTHONDONTWRITEBYTECODE set, would otherwise compile them again at every start-up)
+	$(PY) -m compileall -q rlcompare adapters criteria
 	touch $(STAMP)
 
+# The demo answers one question (which PyTorch PPO library learns CartPole fastest here, and at what
+# cost?) with four frameworks, two seeds each, in about three minutes on 2 CPUs, install included.
+DEMO_ADAPTERS := sb3,skrl,tianshou,torchrl
+
 demo: install
-	$(VENV)/bin/rlcompare run --suite quick --jobs 2 --store rlcompare.db; status=$$?; \
-	$(VENV)/bin/rlcompare report --store rlcompare.db --out reports/demo --format html,md && \
-	$(VENV)/bin/rlcompare cite --store rlcompare.db --format bibtex | tee reports/demo/rlcompare-matrix.bib && \
-	exit $$status
+	@echo "rlcompare demo: CartPole PPO with $(DEMO_ADAPTERS), 2 seeds each; about 3 minutes on 2 CPUs"
+	$(VENV)/bin/rlcompare run --suite quick --adapters $(DEMO_ADAPTERS) --jobs 2 --store rlcompare.db; status=$$?; \
+	$(VENV)/bin/rlcompare report --store rlcompare.db --out reports/demo --format html,md --summary && \
+	$(VENV)/bin/rlcompare cite --store rlcompare.db --format bibtex > reports/demo/rlcompare-matrix.bib && \
+	echo "citation: reports/demo/rlcompare-matrix.bib" && exit $$status
+
+# Every built-in adapter on the quick suite (Sample Factory builds its own environment first).
+demo-all: install
+	@echo "rlcompare demo-all: CartPole PPO with every built-in adapter, 2 seeds each; about 7 minutes on 2 CPUs"
+	$(VENV)/bin/rlcompare run --suite quick --jobs 2 --store rlcompare-all.db; status=$$?; \
+	$(VENV)/bin/rlcompare report --store rlcompare-all.db --out reports/demo-all --format html,md --summary && \
+	$(VENV)/bin/rlcompare cite --store rlcompare-all.db --format bibtex > reports/demo-all/rlcompare-matrix.bib && \
+	echo "citation: reports/demo-all/rlcompare-matrix.bib" && exit $$status
+
+# PYTEST_ARGS: e.g. '-n auto' (pytest-xdist) on a machine with 4 or more CPUs; on 2 CPUs the suite's
+# own training runs already use both, and two workers made it slower (33 min against 22 min).
+PYTEST_ARGS ?=
 
 # The HTML report's browser test drives Debian's chromium (never a browser download): installed
 # here where it is missing and apt-get can; the test says why it skips where it cannot.
@@ -36,7 +71,7 @@ test: install
 		  apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1; } || \
 		echo "chromium could not be installed: the browser test will skip"; \
 	fi
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check rlcompare adapters criteria tests benchmarks
@@ -45,4 +80,5 @@ bench: install
 	$(PY) benchmarks/overhead.py
 
 clean:
-	rm -rf $(VENV) rlcompare.db rlcompare.db-wal rlcompare.db-shm .pytest_cache reports/demo
+	rm -rf $(VENV) rlcompare.db rlcompare.db-wal rlcompare.db-shm rlcompare-all.db rlcompare-all.db-wal \
+		rlcompare-all.db-shm .pytest_cache reports/demo reports/demo-all

@@ -12,7 +12,9 @@ per second of the run: it runs on another core, not in the timed training.
 rlcompare's figure is its stored training time (start-up and evaluation excluded, as in every
 report); the direct figure times the framework's own training call in a fresh interpreter with the
 same configuration, the same thread pinning and no evaluation. Goal: ratio <= 1.05 (sb3: <= 1.02).
-``--python`` runs both ways under another interpreter (sample-factory: its own environment).
+``--python`` runs both ways under another interpreter; without it an adapter that needs its own
+environment (sample-factory: numpy<2) runs both ways in that environment, built or found as
+``rlcompare run`` does.
 """
 
 from __future__ import annotations
@@ -143,12 +145,16 @@ def run_through_rlcompare(adapter: str, steps: int, python: str = sys.executable
     from rlcompare.execution.driver import Driver
     from rlcompare.execution.local import LocalBackend
     from rlcompare.plan.matrix import build_plan
+    from rlcompare.plan.placement import place_runs
     from rlcompare.plugins.manager import build_plugin_manager
     from rlcompare.spec.workload import workload_from_dict
     from rlcompare.store.sqlite_store import Store
 
     workload = workload_from_dict(workload_dict(steps), "overhead")
-    plan = build_plan(build_plugin_manager().plan_catalogue(), [workload], [adapter])
+    plugins = build_plugin_manager()
+    plan = build_plan(plugins.plan_catalogue(), [workload], [adapter])
+    if python == sys.executable:  # where `rlcompare run` would run it (its own environment if it needs one)
+        plan = place_runs(plugins.adapters, plan)
     with tempfile.TemporaryDirectory() as scratch, Store(Path(scratch) / "overhead.db") as store:
         driver = Driver(store, LocalBackend(Limits(), BackendOptions(jobs=1), python=python))
         cpu, wall = time.process_time(), time.perf_counter()
@@ -157,6 +163,18 @@ def run_through_rlcompare(adapter: str, steps: int, python: str = sys.executable
     if outcome.status != "ok":
         raise SystemExit(f"{adapter}: run {outcome.status}: {outcome.record.error}")
     return float(outcome.record.training_seconds), driver_cpu
+
+
+def adapter_python(adapter: str) -> str:
+    """The interpreter the adapter's runs use: its own environment's (built or found, as ``rlcompare
+    run`` does) when it cannot run in the main one, else this one."""
+    from rlcompare.plugins.manager import build_plugin_manager
+    from rlcompare.pyenvs.manager import EnvironmentManager, EnvironmentSpec, isolation_reason
+
+    adapter_class = build_plugin_manager().adapters[adapter]
+    if isolation_reason(adapter_class) is None:
+        return sys.executable
+    return str(EnvironmentManager().ensure(EnvironmentSpec.for_adapter(adapter_class)).python)
 
 
 def median_ratio_interval(direct: list[float], through: list[float], draws: int = 10_000,
@@ -176,7 +194,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--adapters", default=",".join(DIRECT))
-    parser.add_argument("--python", default=sys.executable, help="interpreter both ways run under")
+    parser.add_argument("--python", help="interpreter both ways run under (default: where the adapter's runs run)")
     parser.add_argument("--direct-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.direct_child:
@@ -188,14 +206,15 @@ def main() -> None:
     print(f"# CartPole-v1 PPO, {args.steps} env steps, {args.repeats} alternating (ABBA) repeats, medians")
     for adapter in args.adapters.split(","):
         direct, through, driver_cpu = [], [], []
+        python = args.python or adapter_python(adapter)
         for repeat in range(args.repeats):
             if repeat % 2 == 0:
-                direct.append(run_direct(adapter, args.steps, args.python))
-            seconds, cpu = run_through_rlcompare(adapter, args.steps, args.python)
+                direct.append(run_direct(adapter, args.steps, python))
+            seconds, cpu = run_through_rlcompare(adapter, args.steps, args.python or sys.executable)
             through.append(seconds)
             driver_cpu.append(cpu)
             if repeat % 2 == 1:
-                direct.append(run_direct(adapter, args.steps, args.python))
+                direct.append(run_direct(adapter, args.steps, python))
             # as it goes: on a busy machine a long benchmark may be cut short
             print(f"  {adapter} repeat {repeat + 1}: direct {direct[-1]:.2f} s  rlcompare {through[-1]:.2f} s  "
                   f"ratio {through[-1] / direct[-1]:.3f}", flush=True)

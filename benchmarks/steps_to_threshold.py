@@ -2,6 +2,7 @@
 a built-in workload re-run with more seeds and a finer evaluation grid than its suite uses, and the
 schedule each framework actually followed.
 
+    python benchmarks/steps_to_threshold.py            # cartpole-ppo-quick, the demo's four adapters, 3 seeds
     python benchmarks/steps_to_threshold.py cartpole-ppo-quick --adapters sb3,skrl --seeds 5 --interval 1000
     python benchmarks/steps_to_threshold.py cartpole-dqn --adapters sb3,tianshou,skrl --seeds 3
 
@@ -45,8 +46,10 @@ def mean_interval(values: list[float], reps: int = 10_000, seed: int = 0) -> tup
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("workload", help="a registered workload id (rlcompare list workloads)")
-    parser.add_argument("--adapters", required=True)
+    parser.add_argument("workload", nargs="?", default="cartpole-ppo-quick",
+                        help="a registered workload id (rlcompare list workloads; default cartpole-ppo-quick)")
+    parser.add_argument("--adapters", default="sb3,skrl,tianshou,torchrl",
+                        help="comma-separated adapter ids (default: the demo's four)")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--interval", type=int, default=None, help="evaluation interval in env steps")
     parser.add_argument("--episodes", type=int, default=None, help="evaluation episodes per point")

@@ -51,7 +51,10 @@ def rlcompare_register_workloads(register: Register) -> None:
 
 @hookspec
 def rlcompare_register_criteria(register: Register) -> None:
-    """Register scoring criteria with ``register.add_criterion(criterion)``."""
+    """Register scoring criteria with ``register.add_criterion(criterion)``. A criterion that keeps
+    an expensive measurement in the measurement cache may declare ``premeasure``, which ``rlcompare
+    run`` calls in the matrix's tail and after it, so that the first scoring finds it cached
+    (docs/criteria.md)."""
 
 
 @hookspec

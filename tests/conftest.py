@@ -62,7 +62,40 @@ def tiny_workload(tmp_path: Path) -> Path:
     return path
 
 
+#: The most pytest-xdist workers ``-n auto`` starts: each holds the frameworks it imported (torch and
+#: the RL libraries, about a GiB) and many of the tests it runs start process trees of their own
+#: (runs, Ray clusters, builds), so more workers than this only crowd the machine.
+MAX_WORKERS = 4
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker per CPU this process may use (its affinity, which a container's CPU
+    set limits; psutil counts the host's), at most :data:`MAX_WORKERS`;
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` overrides it, as it does for pytest-xdist itself."""
+    override = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS", "")
+    if override.isdigit():
+        return int(override)
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = os.cpu_count() or 1
+    return max(1, min(usable, MAX_WORKERS))
+
+
+def shared_temp_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The temporary folder every process of this test run shares: pytest's base folder, or, under
+    pytest-xdist, the folder above each worker's own (one per run, so runs never share it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(autouse=True, scope="session")
 def measurement_cache_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Development measurements go to a cache of this test session, not the user's."""
-    os.environ["RLCOMPARE_CACHE_DIR"] = str(tmp_path_factory.mktemp("measurements"))
+    """Development measurements and built adapter environments go to a cache of this test run, not
+    the user's. Every worker process of the run shares it: a measurement (a cold import timed three
+    times) or an environment (uv's build) is made once per run, as one serial session makes it, and
+    the environment manager's lock keeps two workers from building the same environment at once."""
+    cache = shared_temp_root(tmp_path_factory) / "rlcompare-cache"
+    cache.mkdir(exist_ok=True)
+    os.environ["RLCOMPARE_CACHE_DIR"] = str(cache)

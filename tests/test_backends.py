@@ -23,10 +23,15 @@ from rlcompare.execution.process_tree import RUN_ID_ENV
 from tests.conftest import GOOD_PLUGINS, ROOT, TINY_WORKLOAD, _with_path
 
 BACKEND_PLUGIN = ROOT / "tests" / "plugins" / "backend"
+#: Every process this module starts carries one of these marks: the drivers (and a Ray they start)
+#: MARK, the module's cluster (and every task it runs) CLUSTER_MARK. Processes of other tests,
+#: running at the same time in another pytest-xdist worker, are never taken for ours.
+MARK = f"rlcompare-test-backends-{os.getpid()}"
+CLUSTER_MARK = f"rlcompare-test-ray-{os.getpid()}"
 
 
 def _env(*paths: Path, **extra: str) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": _with_path(*paths), **extra}
+    env = {**os.environ, "PYTHONPATH": _with_path(*paths), "RLCOMPARE_TEST_MARK": MARK, **extra}
     env.pop("RLCOMPARE_DISABLE_PLUGIN_AUTOLOAD", None)
     return env
 
@@ -70,11 +75,25 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _processes_with(marker: str) -> list[psutil.Process]:
+def _processes_with(marker: str, variable: str = "RLCOMPARE_TEST_MARK", mark: str = MARK) -> list[psutil.Process]:
+    """Live processes whose command line holds ``marker`` and whose environment holds ``mark``."""
     found = []
     for process in psutil.process_iter():
         try:
-            if marker in " ".join(process.cmdline()):
+            if marker in " ".join(process.cmdline()) and process.environ().get(variable) == mark:
+                found.append(process)
+        except psutil.Error:
+            continue
+    return found
+
+
+def _run_processes(run_id: str) -> list[psutil.Process]:
+    """Live processes of ``run_id`` on this module's cluster."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            environ = process.environ()
+            if environ.get(RUN_ID_ENV) == run_id and environ.get("RLCOMPARE_TEST_RAY") == CLUSTER_MARK:
                 found.append(process)
         except psutil.Error:
             continue
@@ -89,9 +108,10 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     ray = Path(sys.executable).with_name("ray")
     # every node needs what the runs import: here the test adapters' plugin, as an installed package would be;
     # the mark lets the fixture find every process of this cluster afterwards (Ray retitles them)
-    mark = f"rlcompare-test-ray-{os.getpid()}"
+    mark = CLUSTER_MARK
     env = {**_env(GOOD_PLUGINS), "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled",
            "RLCOMPARE_TEST_RAY": mark}
+    env.pop("RLCOMPARE_TEST_MARK")  # the drivers' mark: the cluster has its own
     started = subprocess.run([str(ray), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
                               "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats",
                               f"--temp-dir={temp}"], env=env, capture_output=True, text=True, timeout=180)
@@ -139,7 +159,9 @@ def test_a_three_adapter_matrix_on_a_ray_cluster_matches_the_local_backend_in_sh
             marked = []
             for process in psutil.process_iter():
                 try:
-                    if process.environ().get(RUN_ID_ENV, "").endswith(("__rllib__s0", "__rllib__s1")):
+                    environ = process.environ()
+                    if (environ.get(RUN_ID_ENV, "").endswith(("__rllib__s0", "__rllib__s1"))
+                            and environ.get("RLCOMPARE_TEST_RAY") == CLUSTER_MARK):  # on this module's cluster
                         marked.append(process)
                 except psutil.Error:
                     continue
@@ -172,7 +194,7 @@ def test_a_three_adapter_matrix_on_a_ray_cluster_matches_the_local_backend_in_sh
         assert filled == {k for k, v in other.items() if v is not None}, run_id
         assert row["cpus_given"] == 1 and row["peak_rss_bytes"] > 0
     # the cluster's own servers listen on loopback too
-    assert _loopback_only(_processes_with("ray")) == []
+    assert _loopback_only(_processes_with("ray", "RLCOMPARE_TEST_RAY", CLUSTER_MARK)) == []
 
 
 @pytest.mark.framework
@@ -201,10 +223,9 @@ def test_a_cancelled_ray_task_stops_its_run_and_keeps_its_points(ray_cluster: st
     curve = sqlite3.connect(store).execute("SELECT count(*) FROM curves").fetchone()[0]
     assert curve >= 1
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and any(
-            p.environ().get(RUN_ID_ENV) == "tiny__sleepy__s0" for p in psutil.process_iter() if _readable(p)):
+    while time.monotonic() < deadline and _run_processes("tiny__sleepy__s0"):
         time.sleep(0.2)
-    assert not any(p.environ().get(RUN_ID_ENV) == "tiny__sleepy__s0" for p in psutil.process_iter() if _readable(p))
+    assert not _run_processes("tiny__sleepy__s0")
 
 
 def _readable(process: psutil.Process) -> bool:
@@ -251,7 +272,8 @@ def test_a_ray_task_that_dies_takes_its_run_down_and_the_points_stay(ray_cluster
     while time.monotonic() < deadline and not has_points():
         time.sleep(0.2)
     assert has_points()
-    [task] = _processes_with("ray::tiny__sleepy__s0")  # Ray titles a task's process with its name
+    # Ray titles a task's process with its name
+    [task] = _processes_with("ray::tiny__sleepy__s0", "RLCOMPARE_TEST_RAY", CLUSTER_MARK)
     task.kill()
     _, err = driver.communicate(timeout=180)
     assert driver.returncode == 1, err
@@ -259,7 +281,6 @@ def test_a_ray_task_that_dies_takes_its_run_down_and_the_points_stay(ray_cluster
     assert row["status"] == "failed" and row["error"].startswith("its Ray task failed"), row["error"]
     assert sqlite3.connect(store).execute("SELECT count(*) FROM curves").fetchone()[0] >= 1
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and any(
-            p.environ().get(RUN_ID_ENV) == "tiny__sleepy__s0" for p in psutil.process_iter() if _readable(p)):
+    while time.monotonic() < deadline and _run_processes("tiny__sleepy__s0"):
         time.sleep(0.2)
-    assert not any(p.environ().get(RUN_ID_ENV) == "tiny__sleepy__s0" for p in psutil.process_iter() if _readable(p))
+    assert not _run_processes("tiny__sleepy__s0")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -96,25 +97,46 @@ def test_a_bad_store_is_refused_before_any_run_and_left_untouched(
     assert not Path("/dev/null-journal").exists()
 
 
+#: As root, the commands run as root without any capability (setpriv clears the bounding set, so
+#: none comes back at exec): file permissions bind such a process as they bind any user, while the
+#: checkout and its .venv, root's own, stay readable wherever they are (a clone in /root or another
+#: folder private to root is out of reach of every other user, so `nobody` could not even import
+#: rlcompare from it).
+WITHOUT_CAPABILITIES = ["setpriv", "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all"]
+
+
 def _as_unprivileged(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``python -m rlcompare ARGS`` as the user nobody: file permissions bind it (they do not bind root)."""
-    prefix = [] if os.geteuid() != 0 else ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    """``python -m rlcompare ARGS`` in a process that file permissions bind (they do not bind root
+    with its capabilities)."""
+    prefix = [] if os.geteuid() != 0 else WITHOUT_CAPABILITIES
     env = {**os.environ, "HOME": str(cwd), "RLCOMPARE_CACHE_DIR": str(cwd / "cache")}
     return subprocess.run([*prefix, sys.executable, "-m", "rlcompare", *args], capture_output=True, text=True,
                           cwd=cwd, env=env, timeout=300)
 
 
+def _permissions_bind(path: Path) -> str | None:
+    """None when a process started as :func:`_as_unprivileged` starts them is refused writing to the
+    read-only ``path`` and can import rlcompare; else why not."""
+    probe = ("import os, sys, rlcompare; print(int(os.access(sys.argv[1], os.W_OK)), end='')")
+    prefix = [] if os.geteuid() != 0 else WITHOUT_CAPABILITIES
+    try:
+        done = subprocess.run([*prefix, sys.executable, "-c", probe, str(path)], capture_output=True, text=True,
+                              timeout=60)
+    except OSError as error:
+        return f"{prefix[0] if prefix else sys.executable} cannot be started: {error}"
+    if done.returncode != 0:
+        return f"{' '.join(prefix) or 'the interpreter'} failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"
+    return None if done.stdout == "0" else f"a read-only file stays writable to {' '.join(prefix) or 'this user'}"
+
+
 @pytest.fixture
 def published() -> Iterator[Path]:
-    """A store in a folder, both read-only to everyone (a published matrix), in a folder every user
-    can reach (pytest's own temporary folders are private to their owner)."""
-    import shutil
+    """A store in a folder, both read-only (a published matrix)."""
     import tempfile
 
     from tests.test_criteria_support import run_record, workload_spec, write_store
 
     tmp_path = Path(tempfile.mkdtemp(prefix="rlcompare-published-"))
-    tmp_path.chmod(0o755)
     folder = tmp_path / "published"
     folder.mkdir()
     store = write_store(folder / "s.db", [(run_record(workload_spec("w"), a, s, final_return=1.0 + s,
@@ -122,8 +144,7 @@ def published() -> Iterator[Path]:
     connection = sqlite3.connect(store)
     connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     connection.close()
-    (tmp_path / "cache").mkdir(mode=0o777)
-    (tmp_path / "cache").chmod(0o777)
+    (tmp_path / "cache").mkdir()
     store.chmod(0o444)
     folder.chmod(0o555)
     yield store
@@ -132,8 +153,10 @@ def published() -> Iterator[Path]:
 
 
 def test_a_read_only_store_is_scored_without_being_changed_and_refused_for_run(published: Path) -> None:
-    if os.geteuid() == 0 and not Path("/usr/bin/setpriv").exists():
-        pytest.skip("running as root without setpriv: permissions cannot be made to bind")
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv (util-linux): file permissions cannot be made to bind")
+    why_not = _permissions_bind(published)
+    assert why_not is None, f"file permissions cannot be made to bind the commands under test: {why_not}"
     before = {p.name: _digest(p) for p in published.parent.iterdir()}
     workload = published.parent.parent / "tiny.toml"
     workload.write_text(TINY_WORKLOAD, encoding="utf-8")

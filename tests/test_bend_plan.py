@@ -46,9 +46,13 @@ episodes = 2
 """
 
 
-def _env(tmp_path: Path, *packages: Path, autoload: bool = True) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*(str(p) for p in packages), str(ROOT)]),
-           "RLCOMPARE_CACHE_DIR": str(tmp_path / "cache")}
+def _env(tmp_path: Path, *packages: Path, autoload: bool = True, own_cache: bool = False) -> dict[str, str]:
+    """The commands' environment: ``packages`` on the path; the test run's measurement cache (each
+    framework measured once a run), or with ``own_cache`` one of this test's own, where nothing
+    measured or probed elsewhere may stand in for what this test must see measured here."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*(str(p) for p in packages), str(ROOT)])}
+    if own_cache:
+        env["RLCOMPARE_CACHE_DIR"] = str(tmp_path / "cache")
     env.pop("RLCOMPARE_DISABLE_PLUGIN_AUTOLOAD", None)
     if not autoload:
         env["RLCOMPARE_DISABLE_PLUGIN_AUTOLOAD"] = "1"
@@ -319,7 +323,7 @@ def test_a_folder_named_like_the_framework_in_the_current_directory_shadows_noth
     shadow = tmp_path / "bendglue_fw"
     shadow.mkdir()
     (shadow / "__init__.py").write_text('raise ImportError("the shadowing copy in the current directory")\n')
-    env = _env(tmp_path, GLUE)
+    env = _env(tmp_path, GLUE, own_cache=True)  # measured and probed from this folder, not found cached
     # the folder does shadow the framework for a plain `python -c` started here
     plain = subprocess.run([sys.executable, "-c", "import bendglue_fw"], capture_output=True, text=True, env=env,
                            cwd=tmp_path, timeout=60)

@@ -320,6 +320,20 @@ def test_remeasure_measures_each_key_once_more_and_keeps_the_cache_fresh(tmp_pat
     assert json.loads(cache_path.read_text()) == {"k": 2}
 
 
+def test_two_commands_measuring_at_once_keep_each_others_measurements(tmp_path: Path) -> None:
+    """A ``score`` beside a ``run`` (or two test workers): each read the file before the other
+    wrote, and each save merges into the file as it is then instead of writing its own copy."""
+    cache_path = tmp_path / "cache.json"
+    first, second = MeasurementCache(cache_path), MeasurementCache(cache_path)
+    assert first.lookup("a") == second.lookup("b") == (False, None)  # both loaded the empty file
+    first.get_or_compute("a", lambda: 1)
+    second.get_or_compute("b", lambda: 2)
+    first.keep("c", 3)
+    assert json.loads(cache_path.read_text()) == {"a": 1, "b": 2, "c": 3}
+    assert MeasurementCache(cache_path).lookup("b") == (True, 2)
+    assert not list(tmp_path.glob("*.tmp"))
+
+
 def test_the_default_cache_lives_in_the_user_cache_not_beside_the_store(monkeypatch: pytest.MonkeyPatch,
                                                                       tmp_path: Path) -> None:
     monkeypatch.delenv("RLCOMPARE_CACHE_DIR", raising=False)

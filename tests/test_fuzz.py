@@ -252,10 +252,19 @@ def command_lines(draw: st.DrawFn, inputs: dict[str, str]) -> list[str]:
 def test_generated_command_lines_exit_0_or_2_in_at_most_two_lines(inputs: dict[str, str],
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Training is not what is fuzzed here: a command line that passes every check gets an empty
-    matrix instead of runs (the runner's own tests train for real)."""
-    from rlcompare.execution.runner import LocalRunner, RunSummary
+    matrix instead of runs (the runner's own tests train for real). The driver is what `run` drives,
+    whatever its backend (LocalRunner is the driver on the local one). Nor is measuring: the
+    development criteria's measurements in fresh interpreters (cold imports and public APIs of every
+    installed framework, minutes on a first scoring) answer as a measurement that could not be made,
+    so those criteria score the adapters as missing with that reason (test_criteria_development and
+    test_environments measure for real)."""
+    from rlcompare_criteria import fresh_interpreter
 
-    monkeypatch.setattr(LocalRunner, "run", lambda self, plan, resume=False: RunSummary())
+    from rlcompare.execution.driver import Driver, RunSummary
+
+    monkeypatch.setattr(Driver, "run", lambda self, plan, resume=False: RunSummary())
+    monkeypatch.setattr(fresh_interpreter, "run_in",
+                        lambda installation, script, names: (None, "not measured while fuzzing the command line"))
     monkeypatch.setenv("RLCOMPARE_DISABLE_PLUGIN_AUTOLOAD", "1")
 
     tried: list[list[str]] = []

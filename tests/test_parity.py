@@ -186,11 +186,10 @@ def test_the_careful_liar_is_unverified_and_ranks_below_the_verified_adapter(out
     store = tmp_path / "runs.db"
     run = subprocess.run([sys.executable, "-m", "rlcompare", "run", "--workload", str(workload), "--adapters",
                           "sb3,liar", "--store", str(store), "--jobs", "2"], capture_output=True, text=True,
-                         timeout=900, env={**os.environ, "RLCOMPARE_CACHE_DIR": str(tmp_path / "cache")})
+                         timeout=900)  # the test run's measurement cache: SB3's figures are measured once a run
     assert run.returncode == 0, run.stderr
     scored = subprocess.run([sys.executable, "-m", "rlcompare", "score", "--store", str(store), "--json"],
-                            capture_output=True, text=True, timeout=600,
-                            env={**os.environ, "RLCOMPARE_CACHE_DIR": str(tmp_path / "cache")})
+                            capture_output=True, text=True, timeout=600)
     assert scored.returncode == 0, scored.stderr
     matrix = json.loads(scored.stdout)
     assert matrix["parity"] == {"sb3": "verified", "liar": "unverified"}

@@ -13,7 +13,7 @@ import pytest
 from rlcompare.harness.parity import ParityProbe
 from rlcompare.parity.a2c import A2CReference
 from rlcompare.parity.reference import ProbeCase, ReferenceUpdate
-from rlcompare.parity.runner import Interpreter, ParityRequest, ask
+from rlcompare.parity.runner import Interpreter, ParityRequest, ask_many
 from rlcompare.parity.sac import SACReference
 from rlcompare.parity.verdict import DIFFERS, VERIFIED, compare, judge
 
@@ -83,14 +83,26 @@ def sb3() -> type:
     return StableBaselines3Adapter
 
 
+#: The probes SB3 is asked, by test id.
+SB3_PROBES = {"A2C-discrete": (A2CReference(), "discrete"), "A2C-discrete-rmsprop": (A2CReference(), "discrete-rmsprop"),
+              "A2C-continuous": (A2CReference(), "continuous"), "SAC-continuous": (SACReference(), "continuous")}
+
+
+@pytest.fixture(scope="module")
+def sb3_verdicts(sb3: type) -> dict[str, Any]:
+    """SB3's answer to each probe of SB3_PROBES, asked as ``rlcompare parity`` asks them: all in one
+    fresh interpreter (SB3 imported once), each judged on its own."""
+    asked = []
+    for reference, case_name in SB3_PROBES.values():
+        case = _case(reference, case_name)
+        asked.append((ParityRequest("sb3", sb3, reference, case), _probe(reference, case)))
+    return dict(zip(SB3_PROBES, ask_many(asked, Interpreter(sys.executable, "test", {})), strict=True))
+
+
 @pytest.mark.framework
-@pytest.mark.parametrize(("reference", "case_name"), [(A2CReference(), "discrete"), (A2CReference(), "discrete-rmsprop"),
-                                                      (A2CReference(), "continuous"), (SACReference(), "continuous")],
-                         ids=["A2C-discrete", "A2C-discrete-rmsprop", "A2C-continuous", "SAC-continuous"])
-def test_sb3_is_verified(sb3: type, reference: ReferenceUpdate, case_name: str) -> None:
-    case = _case(reference, case_name)
-    probe = _probe(reference, case)
-    verdict = ask(ParityRequest("sb3", sb3, reference, case), probe, Interpreter(sys.executable, "test", {}))
+@pytest.mark.parametrize("probe_id", list(SB3_PROBES))
+def test_sb3_is_verified(sb3_verdicts: dict[str, Any], probe_id: str) -> None:
+    verdict = sb3_verdicts[probe_id]
     assert verdict.status == VERIFIED, verdict.summary() + " " + verdict.reason
     assert {check.part for check in verdict.checks} == {"targets", "gradients", "updates"}
     # far inside the tolerances: float32 against float64, not a near miss

@@ -1,5 +1,5 @@
-"""RLlib's own update on the parity probes (a local Learner, no Ray cluster), and the schedule its
-training runs trace (Ray started per run).
+"""RLlib's own update on the parity probes (a local Learner, no Ray cluster); the schedule its
+training runs trace is checked on test_rllib's runs (test_training_runs_trace_their_schedule).
 
 PPO differs from the canonical update in two named ways: RLlib's
 ``GeneralAdvantageEstimation`` standardizes the advantages over its train batch *including* the one
@@ -12,7 +12,6 @@ rounding, which pins down that nothing else differs.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -148,49 +147,6 @@ def test_a_family_without_a_probe_is_unverifiable() -> None:
     other = ParityProbe(**{**probe.__dict__, "family": "A2C"})
     outcome = RLlibAdapter().parity_update(other)
     assert outcome.status == UNVERIFIABLE and outcome.reason == "no A2C probe is implemented for RLlib"
-
-
-def test_training_runs_trace_their_schedule(tmp_path: Any) -> None:
-    """PPO: one update per train batch, and more minibatch steps per update than the canonical
-    epochs x batch / minibatch (the bootstrap rows); DQN: a gradient step every train_every env
-    steps after learning starts, target syncs at the first update past each interval, epsilon."""
-    from rlcompare.execution.runner import LocalRunner
-    from rlcompare.plan.matrix import build_plan
-    from rlcompare.plugins.manager import build_plugin_manager
-    from rlcompare.spec.workload import workload_from_dict
-    from rlcompare.store.sqlite_store import Store
-
-    specs = {
-        "ppo": {"env": "CartPole-v1", "algorithm": "PPO", "env_steps": 512,
-                "parallelism": {"workers": 1, "envs_per_worker": 2},
-                "hyperparameters": {"rollout_steps": 32, "minibatch_size": 32, "epochs": 2}},
-        "dqn": {"env": "CartPole-v1", "algorithm": "DQN", "env_steps": 600,
-                "hyperparameters": {"learning_starts": 100, "buffer_size": 1000, "train_every": 8,
-                                    "target_update_interval": 100}},
-    }
-    workloads = [workload_from_dict({"id": f"schedule-{name}", "seeds": 1,
-                                     "evaluation": {"interval_steps": 256, "episodes": 2}, **spec}, "test")
-                 for name, spec in specs.items()]
-    plan = build_plan(build_plugin_manager(autoload=False).plan_catalogue(), workloads, ["rllib"])
-    with Store(tmp_path / "runs.db") as store:
-        summary = LocalRunner(store, jobs=1, timeout_seconds=400).run(plan)
-        assert [o.status for o in summary.outcomes] == ["ok", "ok"], [o.record.get("traceback")
-                                                                       for o in summary.outcomes]
-        runs = store.runs_frame().set_index("run_id")
-    ppo = json.loads(runs.loc["schedule-ppo__rllib__s0", "schedule_json"])
-    assert ppo["update"]["count"] >= 512 // 64 and ppo["update"]["min_interval_env_steps"] >= 64
-    canonical = 2 * (32 * 2) // 32
-    assert ppo["update"]["mean_interval_gradient_steps"] > canonical
-    assert ppo["gradient_step"]["count"] > canonical * ppo["update"]["count"]
-    assert "target_sync" not in ppo and "exploration" not in ppo
-    dqn = json.loads(runs.loc["schedule-dqn__rllib__s0", "schedule_json"])
-    steps = dqn["gradient_step"]
-    assert steps["first_env_step"] >= 100 and steps["min_interval_env_steps"] == steps["max_interval_env_steps"] == 8
-    assert dqn["update"]["count"] == steps["count"]
-    assert dqn["target_sync"]["min_interval_env_steps"] >= 100
-    assert dqn["target_sync"]["mean_interval_gradient_steps"] == pytest.approx(104 / 8)
-    curve = dqn["exploration"]["samples"]
-    assert curve[0] == [0, 1.0] and curve[-1][1] == pytest.approx(0.05)
 
 
 def _entropy(probe: ParityProbe) -> float:

@@ -11,7 +11,7 @@ import pytest
 
 from rlcompare.execution.runner import LocalRunner
 from rlcompare.parity.reference import ReferenceUpdate, declared_variants
-from rlcompare.parity.runner import ParityRequest, ask, interpreter_for
+from rlcompare.parity.runner import ParityRequest, ask_many, interpreter_for
 from rlcompare.parity.schedules import canonical_schedule, epsilon_at
 from rlcompare.parity.verdict import DIFFERS, UNVERIFIABLE, VERIFIED, ParityVerdict, compare
 from rlcompare.plan.matrix import build_plan
@@ -45,20 +45,27 @@ def _reference(family: str) -> ReferenceUpdate:
     return getattr(module, f"{family}Reference")()
 
 
-def _verdict(family: str, case_name: str) -> ParityVerdict:
+@pytest.fixture(scope="module")
+def verdicts() -> dict[tuple[str, str], ParityVerdict]:
+    """skrl's answer to every probe of EXPECTED, asked as ``rlcompare parity`` asks them: all in one
+    fresh interpreter (skrl imported once), each judged on its own."""
     from rlcompare_skrl import SkrlAdapter
 
-    reference = _reference(family)
-    case = next(case for case in reference.cases() if case.name == case_name)
-    workload = reference.case_workload(case)
-    declared = declared_variants(reference, SkrlAdapter().fidelity(workload))  # as rlcompare parity asks
-    return ask(ParityRequest("skrl", SkrlAdapter, reference, case, declared), reference.build_probe(workload),
-               interpreter_for(SkrlAdapter))
+    asked = []
+    for family, case_name in EXPECTED:
+        reference = _reference(family)
+        case = next(case for case in reference.cases() if case.name == case_name)
+        workload = reference.case_workload(case)
+        declared = declared_variants(reference, SkrlAdapter().fidelity(workload))  # as rlcompare parity asks
+        asked.append((ParityRequest("skrl", SkrlAdapter, reference, case, declared), reference.build_probe(workload)))
+    answers = ask_many(asked, interpreter_for(SkrlAdapter))
+    return dict(zip(EXPECTED, answers, strict=True))
 
 
 @pytest.mark.parametrize(("family", "case"), list(EXPECTED))
-def test_skrl_update_matches_the_reference_or_the_variant_that_explains_it(family: str, case: str) -> None:
-    verdict = _verdict(family, case)
+def test_skrl_update_matches_the_reference_or_the_variant_that_explains_it(
+        verdicts: dict[tuple[str, str], ParityVerdict], family: str, case: str) -> None:
+    verdict = verdicts[(family, case)]
     status, variant = EXPECTED[(family, case)]
     assert verdict.status == status, verdict.summary()
     assert verdict.variant == variant, verdict.summary()

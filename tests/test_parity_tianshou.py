@@ -12,7 +12,7 @@ import pytest
 
 from rlcompare.execution.runner import LocalRunner
 from rlcompare.parity.reference import ReferenceUpdate
-from rlcompare.parity.runner import ParityRequest, ask, interpreter_for
+from rlcompare.parity.runner import ParityRequest, ask_many, interpreter_for
 from rlcompare.parity.schedules import canonical_schedule, epsilon_at, schedule_differences
 from rlcompare.parity.verdict import DIFFERS, VERIFIED, ParityVerdict
 from rlcompare.plan.matrix import build_plan
@@ -42,13 +42,20 @@ def _reference(family: str) -> ReferenceUpdate:
     return getattr(module, f"{family}Reference")()
 
 
-def _verdict(family: str, case_name: str) -> ParityVerdict:
+@pytest.fixture(scope="module")
+def verdicts() -> dict[tuple[str, str], ParityVerdict]:
+    """Tianshou's answer to every probe it can run, asked as ``rlcompare parity`` asks them: all in one
+    fresh interpreter (Tianshou imported once), each judged on its own."""
     from rlcompare_tianshou import TianshouAdapter
 
-    reference = _reference(family)
-    case = next(case for case in reference.cases() if case.name == case_name)
-    probe = reference.build_probe(reference.case_workload(case))
-    return ask(ParityRequest("tianshou", TianshouAdapter, reference, case), probe, interpreter_for(TianshouAdapter))
+    asked = []
+    for family, case_name in EXPECTED:
+        reference = _reference(family)
+        case = next(case for case in reference.cases() if case.name == case_name)
+        asked.append((ParityRequest("tianshou", TianshouAdapter, reference, case),
+                      reference.build_probe(reference.case_workload(case))))
+    answers = ask_many(asked, interpreter_for(TianshouAdapter))
+    return dict(zip(EXPECTED, answers, strict=True))
 
 
 def test_tianshou_is_asked_exactly_the_probes_it_can_run() -> None:
@@ -68,8 +75,9 @@ def test_tianshou_is_asked_exactly_the_probes_it_can_run() -> None:
 
 
 @pytest.mark.parametrize(("family", "case"), list(EXPECTED))
-def test_tianshou_update_matches_the_reference_or_the_variant_that_explains_it(family: str, case: str) -> None:
-    verdict = _verdict(family, case)
+def test_tianshou_update_matches_the_reference_or_the_variant_that_explains_it(
+        verdicts: dict[tuple[str, str], ParityVerdict], family: str, case: str) -> None:
+    verdict = verdicts[(family, case)]
     status, variant = EXPECTED[(family, case)]
     assert verdict.status == status, verdict.summary()
     assert verdict.variant == variant, verdict.summary()

@@ -53,9 +53,11 @@ def test_refused_pairs_are_reported_missing_with_reason(fake_plugin: Path, tmp_p
     # offer PPO only
     assert main(["run", "--workload", str(workload), "--store", str(store), "--timeout", "120"]) == 0
     # scored without the development criteria: measuring every installed framework (cold imports,
-    # API introspection) takes a minute and is not what this test is about
+    # API introspection) takes a minute and is not what this test is about. Not autoloaded either:
+    # the criteria distribution's entry points would bring them back
     performance_only = tuple(name for name in BUILTIN_PLUGINS if name != "rlcompare_criteria.development")
-    monkeypatch.setattr(reporting_cli, "load_plugins", lambda: build_plugin_manager(builtins=performance_only))
+    monkeypatch.setattr(reporting_cli, "load_plugins",
+                        lambda: build_plugin_manager(builtins=(*performance_only, "fakefw_rlcompare"), autoload=False))
     assert main(["report", "--store", str(store), "--out", str(out), "--format", "md", "--reps", "200"]) == 0
     text = (out / "rlcompare-report.md").read_text()
     assert "- sb3 / pendulum-dqn: refused before running: adapter 'sb3' cannot run workload 'pendulum-dqn'" in text

@@ -1,4 +1,5 @@
-"""The RLlib adapter trained for real through the runner (tiny budgets; Ray started per run)."""
+"""The RLlib adapter trained for real through the runner (tiny budgets; Ray started per run), and
+the schedule its training runs trace from inside RLlib."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import psutil
 import pytest
 
 from rlcompare.errors import IncompatibleError
+from rlcompare.execution.backend import Limits
 from rlcompare.execution.process_tree import RUN_ID_ENV
 from rlcompare.execution.runner import LocalRunner
+from rlcompare.harness.run_directory import runs_root
 from rlcompare.plan.matrix import build_plan
 from rlcompare.plugins.manager import build_plugin_manager
 from rlcompare.spec.workload import workload_from_dict
@@ -27,12 +30,17 @@ TINY = {
             "parallelism": {"workers": 2, "envs_per_worker": 2},
             "hyperparameters": {"rollout_steps": 32, "minibatch_size": 64, "epochs": 2}},
     "dqn": {"env": "CartPole-v1", "algorithm": "DQN", "env_steps": 600,
-            "hyperparameters": {"learning_starts": 100, "buffer_size": 1000, "train_every": 8}},
+            "hyperparameters": {"learning_starts": 100, "buffer_size": 1000, "train_every": 8,
+                                "target_update_interval": 100}},
     "sac": {"env": "Pendulum-v1", "algorithm": "SAC", "env_steps": 400,
             "hyperparameters": {"learning_starts": 100, "minibatch_size": 32, "buffer_size": 1000, "train_every": 8}},
     "appo": {"env": "CartPole-v1", "algorithm": "PPO", "env_steps": 512,
              "parallelism": {"workers": 2, "envs_per_worker": 1, "mode": "async"},
              "hyperparameters": {"rollout_steps": 64, "minibatch_size": 64, "epochs": 1}},
+    # one local env runner with 2 envs, minibatches of a whole rollout: the schedule's PPO
+    "ppo-local": {"env": "CartPole-v1", "algorithm": "PPO", "env_steps": 512,
+                  "parallelism": {"workers": 1, "envs_per_worker": 2},
+                  "hyperparameters": {"rollout_steps": 32, "minibatch_size": 32, "epochs": 2}},
 }
 
 
@@ -82,6 +90,27 @@ def test_rllib_parallelism_and_mode_reach_rllib(rllib_store: Store) -> None:
     assert fidelity["parallelism.mode"]["native_value"] == "APPO"
 
 
+def test_training_runs_trace_their_schedule(rllib_store: Store) -> None:
+    """PPO: one update per train batch, and more minibatch steps per update than the canonical
+    epochs x batch / minibatch (the bootstrap rows); DQN: a gradient step every train_every env
+    steps after learning starts, target syncs at the first update past each interval, epsilon."""
+    runs = rllib_store.runs_frame().set_index("run_id")
+    ppo = json.loads(runs.loc["tiny-ppo-local__rllib__s0", "schedule_json"])
+    assert ppo["update"]["count"] >= 512 // 64 and ppo["update"]["min_interval_env_steps"] >= 64
+    canonical = 2 * (32 * 2) // 32
+    assert ppo["update"]["mean_interval_gradient_steps"] > canonical
+    assert ppo["gradient_step"]["count"] > canonical * ppo["update"]["count"]
+    assert "target_sync" not in ppo and "exploration" not in ppo
+    dqn = json.loads(runs.loc["tiny-dqn__rllib__s0", "schedule_json"])
+    steps = dqn["gradient_step"]
+    assert steps["first_env_step"] >= 100 and steps["min_interval_env_steps"] == steps["max_interval_env_steps"] == 8
+    assert dqn["update"]["count"] == steps["count"]
+    assert dqn["target_sync"]["min_interval_env_steps"] >= 100
+    assert dqn["target_sync"]["mean_interval_gradient_steps"] == pytest.approx(104 / 8)
+    curve = dqn["exploration"]["samples"]
+    assert curve[0] == [0, 1.0] and curve[-1][1] == pytest.approx(0.05)
+
+
 def test_rllib_has_no_a2c_and_refuses_it_up_front() -> None:
     workload = workload_from_dict({"id": "a2c", "env": "CartPole-v1", "algorithm": "A2C", "env_steps": 1000,
                                    "hyperparameters": {}}, "test")
@@ -101,24 +130,36 @@ def _processes_of(run_id: str) -> list[psutil.Process]:
 
 
 def test_timeout_leaves_no_ray_process_behind(tmp_path: Path) -> None:
+    """The run's timeout strikes while RLlib trains: Ray's daemons are up and the first evaluation
+    point is stored. The timeout is the backend's own (90 s, long enough for Ray to start on a loaded
+    2-core machine); once the cluster is seen running it is shortened to what has elapsed, so the kill
+    comes at once instead of after 90 s of training."""
     workload = _workload("ppo", id="endless", env_steps=10_000_000, evaluation={"interval_steps": 100_000})
     plan = build_plan(build_plugin_manager(autoload=False).plan_catalogue(), [workload], ["rllib"])
     run_id = plan.runs[0].run_id
     seen: set[str] = set()
     stop = threading.Event()
+    store_path = tmp_path / "runs.db"
+
+    def training() -> bool:  # the first evaluation point: RLlib's algorithm is built and stepping
+        return any(path.stat().st_size for path in runs_root(store_path).glob(f"{run_id}.*/progress.jsonl"))
 
     def watch() -> None:  # what the run had started before it was killed: Ray's daemons and actors
+        shortened = False
         while not stop.is_set():
             for process in _processes_of(run_id):
                 try:
                     seen.add(process.name())
                 except psutil.Error:
                     pass
+            if not shortened and {"raylet", "gcs_server"} <= seen and training():
+                runner.backend.limits = Limits(timeout_seconds=time.monotonic() - started)
+                shortened = True
             time.sleep(0.5)
 
     watcher = threading.Thread(target=watch, daemon=True)
-    with Store(tmp_path / "runs.db") as store:
-        # long enough for Ray to start on a loaded 2-core machine, so the kill meets a running cluster
+    started = time.monotonic()
+    with Store(store_path) as store:
         runner = LocalRunner(store, timeout_seconds=90, on_start=lambda _: watcher.start())
         summary = runner.run(plan)
     stop.set()

@@ -91,12 +91,12 @@ def test_each_cheat_is_judged_with_its_reason(runs: dict[str, list[dict]]) -> No
 
 @pytest.mark.framework
 @pytest.mark.parametrize("profile", sorted(BUILTIN_PROFILES))
-def test_no_cheat_outranks_or_outscores_the_adapter_that_trained(cheat_store: Path, profile: str,
-                                                                 tmp_path: Path) -> None:
+def test_no_cheat_outranks_or_outscores_the_adapter_that_trained(cheat_store: Path, profile: str) -> None:
     plugins = build_plugin_manager(builtins=SCORING_BUILTINS, autoload=False)
     with Store(cheat_store) as store:
+        # the test run's measurement cache: SB3's development figures are measured once, not per profile
         matrix = score_store(store, plugins.scoring_catalogue(), BUILTIN_PROFILES[profile], ScoringOptions(reps=200),
-                             cache=MeasurementCache(tmp_path / "cache.json"))
+                             cache=MeasurementCache.default())
     sb3 = matrix.overall["sb3"]
     assert sb3.rank == 1 and sb3.valid_workloads == 1
     for cheat in ("idle", "overshoot", "inflated", "crash", "unfaithful"):
@@ -111,9 +111,9 @@ def test_no_cheat_outranks_or_outscores_the_adapter_that_trained(cheat_store: Pa
 
 
 @pytest.mark.framework
-def test_score_output_shows_the_runs_that_do_not_count_with_their_reasons(cheat_store: Path, tmp_path: Path) -> None:
-    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(CHEATS), os.environ.get("PYTHONPATH")])),
-           "RLCOMPARE_CACHE_DIR": str(tmp_path)}
+def test_score_output_shows_the_runs_that_do_not_count_with_their_reasons(cheat_store: Path) -> None:
+    # the test run's measurement cache (RLCOMPARE_CACHE_DIR, inherited): nothing is measured again
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(CHEATS), os.environ.get("PYTHONPATH")]))}
     table = run_cli(["score", "--store", str(cheat_store), "--reps", "200"], env=env)
     assert table.returncode == 0, table.stderr
     assert "cart__overshoot__s0: invalid: " in table.stdout and "past the budget of 6000" in table.stdout

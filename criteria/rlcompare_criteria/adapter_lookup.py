@@ -147,6 +147,22 @@ def per_adapter_criterion(measure: Callable[[ScoringData, str], tuple[Any, str |
     return compute
 
 
+def per_adapter_premeasure(measure: Callable[[ScoringData, str], tuple[Any, str | None]],
+                           ) -> Callable[[ScoringData, bool], list[str]]:
+    """A criterion's ``premeasure`` for a measurement that does not depend on the machine's load (a
+    count, a size): ``measure(data, adapter_id)`` for each adapter, for what it keeps in ``data.cache``.
+    It is the very function scoring calls, so the cache keys and scripts are the scoring's own, and
+    scoring later reads the value instead of measuring it."""
+
+    def premeasure(data: ScoringData, alongside_runs: bool) -> list[str]:
+        for adapter_id in data.adapters:
+            measure(data, adapter_id)
+        return []
+
+    premeasure.__name__ = f"premeasure_{measure.__name__}"
+    return premeasure
+
+
 
 
 def canonical_name(name: str) -> str:

@@ -4,8 +4,9 @@ the framework registry, one value per adapter (workload id ``*``).
 Nothing here is an opinion typed into a table: glue size is counted with radon, install footprint
 is read from installed distributions' metadata, import time is timed in fresh interpreters, API
 coverage is introspected in a subprocess. Expensive measurements are cached per (distribution,
-version) in the store's measurement cache. A registry entry, field or package that is not there
-makes the cell missing with the reason, never zero.
+version) in the measurement cache, and made ahead by each criterion's ``premeasure`` step while
+``rlcompare run`` runs the matrix (:mod:`rlcompare.cli.premeasure`). A registry entry, field or
+package that is not there makes the cell missing with the reason, never zero.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from typing import TYPE_CHECKING
 
 from rlcompare import hookimpl
 from rlcompare.scoring.criteria import DEVELOPMENT, HIGHER, LOWER, Criterion
-from rlcompare_criteria.adapter_lookup import per_adapter_criterion
+from rlcompare_criteria.adapter_lookup import per_adapter_criterion, per_adapter_premeasure
 from rlcompare_criteria.api_coverage import docstring_coverage, type_hint_coverage
-from rlcompare_criteria.cold_import import IMPORT_REPEATS, cold_import
+from rlcompare_criteria.cold_import import IMPORT_REPEATS, cold_import, premeasure_cold_import
 from rlcompare_criteria.feature_coverage import algorithm_coverage, distributed_feature_coverage, registry_algorithms
 from rlcompare_criteria.fidelity import setting_fidelity
 from rlcompare_criteria.footprint import install_distributions, install_size
@@ -34,6 +35,7 @@ CRITERIA: tuple[Criterion, ...] = (
     Criterion(
         id="glue_lines", title="Adapter glue size", category=DEVELOPMENT, unit="logical lines", direction=LOWER,
         per_workload=False, compute=per_adapter_criterion(glue_lines),
+        premeasure=per_adapter_premeasure(glue_lines),
         method="Logical lines of code (radon's LLOC) of the adapter's whole package (every module of the "
                "top-level package that holds it, helper and parity-probe modules included): the glue needed to "
                "run rlcompare's standard workloads (translation of the canonical settings, training loop, policy "
@@ -43,12 +45,14 @@ CRITERIA: tuple[Criterion, ...] = (
     Criterion(
         id="glue_complexity", title="Adapter glue complexity", category=DEVELOPMENT, unit="cyclomatic complexity",
         direction=LOWER, per_workload=False, compute=per_adapter_criterion(glue_complexity),
+        premeasure=per_adapter_premeasure(glue_complexity),
         method="Sum of the cyclomatic complexity (radon) of every function and method in the adapter's "
                "whole package (as glue_lines counts it)." + _RATIO,
     ),
     Criterion(
         id="install_size", title="Install footprint (size)", category=DEVELOPMENT, unit="MiB", direction=LOWER,
         per_workload=False, compute=per_adapter_criterion(install_size),
+        premeasure=per_adapter_premeasure(install_size),
         method="Bytes of the installed files (RECORD sizes from importlib.metadata) of the framework's "
                "distribution and every distribution its requirements pull in transitively (extras and "
                "requirements whose markers do not hold here excluded). Shared dependencies count for "
@@ -57,12 +61,14 @@ CRITERIA: tuple[Criterion, ...] = (
     Criterion(
         id="install_distributions", title="Install footprint (distributions)", category=DEVELOPMENT,
         unit="distributions", direction=LOWER, per_workload=False, compute=per_adapter_criterion(install_distributions),
+        premeasure=per_adapter_premeasure(install_distributions),
         method="Number of installed distributions in the same transitive requirement closure as the "
                "install size, the framework's own included." + _RATIO,
     ),
     Criterion(
         id="cold_import", title="Cold import time", category=DEVELOPMENT, unit="s", direction=LOWER,
         per_workload=False, compute=per_adapter_criterion(cold_import),
+        premeasure=premeasure_cold_import,
         method=f"Seconds to import, in {IMPORT_REPEATS} fresh Python interpreters of the environment the "
                "adapter runs in (the interpreter's own start-up excluded), what a run imports of the "
                "framework: its import name and every module of its package the adapter module imports "
@@ -72,6 +78,7 @@ CRITERIA: tuple[Criterion, ...] = (
     Criterion(
         id="docstring_coverage", title="Public-API docstring coverage", category=DEVELOPMENT, unit="share",
         direction=HIGHER, normalization="share", per_workload=False, compute=per_adapter_criterion(docstring_coverage),
+        premeasure=per_adapter_premeasure(docstring_coverage),
         method="Share of public classes, functions and methods with a non-empty docstring, introspected "
                "in a fresh interpreter of the environment the adapter runs in, after importing what a run "
                "imports of the framework (as for the cold import time): the names the framework package "
@@ -81,6 +88,7 @@ CRITERIA: tuple[Criterion, ...] = (
     Criterion(
         id="type_hint_coverage", title="Public-API type-hint coverage", category=DEVELOPMENT, unit="share",
         direction=HIGHER, normalization="share", per_workload=False, compute=per_adapter_criterion(type_hint_coverage),
+        premeasure=per_adapter_premeasure(type_hint_coverage),
         method="Share of the public Python functions and methods (same walk as docstring coverage) "
                "whose every parameter (self and cls aside) and return value is annotated.",
     ),

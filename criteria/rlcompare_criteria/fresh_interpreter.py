@@ -66,9 +66,10 @@ def foreign_import_name(data: ScoringData, adapter_id: str) -> str | None:
 
 
 def measured_in_fresh_interpreter(data: ScoringData, adapter_id: str, kind: str, measure: Callable[..., dict[str, Any]],
-              what: str) -> tuple[dict[str, Any] | None, str | None]:
+              what: str, keep: Callable[[dict[str, Any]], bool] | None = None) -> tuple[dict[str, Any] | None, str | None]:
     """``measure(modules, installation=...)`` of what a run imports of the adapter's framework, in a
-    fresh interpreter where the adapter runs, cached per modules, distribution version and environment."""
+    fresh interpreter where the adapter runs, cached per modules, distribution version and environment
+    (a value measured now is kept unless it is an error or ``keep`` says no)."""
     modules, reason = run_framework_modules(data, adapter_id)
     name, version, dist_reason = framework_distribution(data, adapter_id)
     if modules is None or dist_reason is not None or name is None or version is None:
@@ -85,5 +86,5 @@ def measured_in_fresh_interpreter(data: ScoringData, adapter_id: str, kind: str,
     # an error is not kept: the next scoring tries again (an environment being rebuilt, a timeout)
     result = data.cache.get_or_compute(key, lambda: measure(modules, installation=installation),
                                        f"{what} of {modules[0]}{more}, in {installation.label}",
-                                       keep=lambda value: "error" not in value)
+                                       keep=lambda value: "error" not in value and (keep is None or keep(value)))
     return (None, result["error"]) if "error" in result else (result, None)

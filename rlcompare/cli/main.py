@@ -28,6 +28,7 @@ from rlcompare.cli.options import (
     positive_int,
 )
 from rlcompare.cli.plan_view import grain_text, pair_views
+from rlcompare.cli.premeasure import BackgroundMeasuring
 from rlcompare.cli.progress import ConsoleProgress, note
 from rlcompare.cli.terminal import terminal_console, visible_output
 from rlcompare.errors import RLCompareError, UsageError
@@ -317,10 +318,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             plan = with_parity(plan, plugins.adapters, plugins.algorithms, default_cache(log=note), log=note)
         progress = ConsoleProgress(total=len(plan.runs))
         progress.warn_oversubscribed(plan, backend)
-        driver = Driver(store, backend, on_start=progress.started, on_finish=progress.finished,
-                        families=plugins.algorithms)
-        summary = driver.run(plan, resume=args.resume)
-    progress.close(summary, args.store)
+        # development criteria measured beside the last runs and after them, so the report finds them cached
+        with BackgroundMeasuring(plan, log=note) as measuring:
+            driver = Driver(store, backend, on_start=measuring.on_start(progress.started),
+                            on_finish=measuring.on_finish(progress.finished), families=plugins.algorithms)
+            summary = driver.run(plan, resume=args.resume)
+            progress.close(summary, args.store)
+            # a matrix stopped by a signal or by a store that could take no more results measures no
+            # more: the user's next step is --resume, which measures what is left
+            if summary.interrupted_by is None and not summary.unstored:
+                measuring.wait()
     if args.json:
         _print_json({"store": args.store, "counts": dict(summary.counts), "skipped": summary.skipped,
                      "recovered": [{"run_id": o.run_id, "status": o.status} for o in summary.recovered],

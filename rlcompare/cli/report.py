@@ -63,6 +63,8 @@ def add_commands(subparsers: Any) -> None:
     report.add_argument("--out", default="reports", metavar="DIR", help="output directory (default reports)")
     report.add_argument("--format", type=_format_list, default=list(DEFAULT_FORMATS), metavar="FMT,...",
                         help="comma-separated formats (see `rlcompare list formats`; default html,md)")
+    report.add_argument("--summary", action="store_true",
+                        help="also print a one-screen summary: the ranking and each adapter's headline figures")
 
     cite = subparsers.add_parser("cite", help="print the citation of a store's scoring matrix")
     _scoring_arguments(cite)
@@ -132,8 +134,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     formats = resolve_formats(args.format, plugins.report_formats)  # an unknown format: nothing is read or written
     check_output_folder(args.out, "--out")
     report = _build(args, plugins, tuple(f.id for f in formats))
-    for path in write_report(report, args.out, formats):
+    paths = [str(path) for path in write_report(report, args.out, formats)]
+    for path in paths:
         print(terminal(path))
+    if args.summary:
+        from rlcompare.cli.summary import summary_lines
+
+        print()
+        print("\n".join(summary_lines(report, paths)))
     return 0
 
 

@@ -3,9 +3,10 @@ user's cache between commands, keyed by what determines them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,9 @@ class MeasurementCache:
         self.log = log
         self._data: dict[str, Any] | None = None
         self._fresh: set[str] = set()
+        #: What this object measured (or was told to keep): merged into the file at every save, so two
+        #: commands measuring at once (a ``score`` beside a ``run``) keep each other's measurements.
+        self._measured: dict[str, Any] = {}
 
     @staticmethod
     def default_path() -> Path:
@@ -38,15 +42,18 @@ class MeasurementCache:
     def default(cls, refresh: bool = False, log: Callable[[str], None] | None = None) -> MeasurementCache:
         return cls(cls.default_path(), refresh, log)
 
+    def _read_file(self) -> dict[str, Any]:
+        if self.path is None or not self.path.is_file():
+            return {}
+        try:
+            loaded = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}  # a damaged cache is only a slower run, never an error
+        return loaded if isinstance(loaded, dict) else {}
+
     def _load(self) -> dict[str, Any]:
         if self._data is None:
-            self._data = {}
-            if self.path is not None and self.path.is_file():
-                try:
-                    loaded = json.loads(self.path.read_text(encoding="utf-8"))
-                    self._data = loaded if isinstance(loaded, dict) else {}
-                except (OSError, ValueError):
-                    self._data = {}  # a damaged cache is only a slower run, never an error
+            self._data = self._read_file()
         return self._data
 
     def get_or_compute(self, key: str, compute: Callable[[], Any], what: str | None = None,
@@ -65,6 +72,7 @@ class MeasurementCache:
             if keep is not None and not keep(value):
                 return value
             data[key] = value
+            self._measured[key] = value
             self._fresh.add(key)
             self._save()
         return data[key]
@@ -80,16 +88,35 @@ class MeasurementCache:
     def keep(self, key: str, value: Any) -> None:
         """Keep ``value`` under ``key`` (measured now)."""
         self._load()[key] = value
+        self._measured[key] = value
         self._fresh.add(key)
         self._save()
 
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The file's lock (a sidecar ``.lock``), held while it is read, merged and replaced."""
+        assert self.path is not None
+        import fcntl
+
+        with open(self.path.with_name(self.path.name + ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
     def _save(self) -> None:
+        """Merge what this object measured into the file as it is now (another command may have
+        added measurements since it was read) and replace it atomically."""
         if self.path is None:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            partial = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
-            partial.write_text(json.dumps(self._data, indent=1, sort_keys=True), encoding="utf-8")
-            os.replace(partial, self.path)
+            with self._locked():
+                merged = {**self._read_file(), **self._measured}
+                partial = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
+                partial.write_text(json.dumps(merged, indent=1, sort_keys=True), encoding="utf-8")
+                os.replace(partial, self.path)
+            self._load().update({k: v for k, v in merged.items() if k not in self._data})  # type: ignore[union-attr]
         except OSError:
             pass  # an unwritable cache only means measuring again next time

@@ -121,3 +121,16 @@ def pip_index_settings(environ: Mapping[str, str] | None = None) -> IndexSetting
         no_index=settings.get("no-index", "").strip().lower() in _TRUE,
         constraints=many("constraint"),
     )
+
+
+def main() -> int:
+    """Print, one per line, the uv options that install from where pip would (``make install``
+    passes them to ``uv pip install``; the standard library only, so it runs before anything is
+    installed)."""
+    settings = pip_index_settings()
+    print("\n".join([*settings.uv_arguments(), *settings.constraint_arguments()]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -77,6 +77,16 @@ class Criterion:
     per_workload: bool = True
     #: Only for the ``half-life`` normalization: the value at which the score halves.
     half_life: float = 365.0
+    #: ``premeasure(data, alongside_runs)`` measures ahead, into ``data.cache``, what ``compute`` will
+    #: read from it for ``data.adapters`` (fresh interpreters, installed files), so that the first
+    #: scoring finds it cached. ``rlcompare run`` calls it in a process of its own, in the matrix's
+    #: tail and after it, with one row per adapter of the plan in ``data.runs`` (columns ``adapter``,
+    #: ``framework``, ``status`` ``"planned"`` and ``environment_json``: the adapter environment its
+    #: runs use, or None). With ``alongside_runs`` runs are in flight on the machine: a figure that
+    #: depends on having a CPU to itself (a timing) must not be kept when it did not; it returns one
+    #: line per measurement it left for the call made once the runs are over (``alongside_runs``
+    #: False), which keeps what it measures as scoring would. None: nothing worth measuring ahead.
+    premeasure: Callable[[ScoringData, bool], list[str]] | None = None
 
     def __post_init__(self) -> None:
         where = f"criterion {self.id!r}"
@@ -90,6 +100,8 @@ class Criterion:
             raise ValueError(f"{where}: normalization must be one of {NORMALIZATIONS}, got {self.normalization!r}")
         if not callable(self.compute):
             raise ValueError(f"{where}: compute must be callable")
+        if self.premeasure is not None and not callable(self.premeasure):
+            raise ValueError(f"{where}: premeasure must be callable or None")
         if self.normalization == "half-life" and not self.half_life > 0:
             raise ValueError(f"{where}: half_life must be positive")
 
