@@ -45,7 +45,7 @@ DEMO_ADAPTERS := sb3,skrl,tianshou,torchrl
 
 demo: install
 	@echo "rlcompare demo: CartPole PPO with $(DEMO_ADAPTERS), 2 seeds each; about 3 minutes on 2 CPUs"
-	$(VENV)/bin/rlcompare run --suite quick --adapters $(DEMO_ADAPTERS) --jobs 2 --store rlcompare.db; status=$$?; \
+	$(VENV)/bin/rlcompare run --suite demo --adapters $(DEMO_ADAPTERS) --jobs 2 --store rlcompare.db; status=$$?; \
 	$(VENV)/bin/rlcompare report --store rlcompare.db --out reports/demo --format html,md --summary && \
 	$(VENV)/bin/rlcompare cite --store rlcompare.db --format bibtex > reports/demo/rlcompare-matrix.bib && \
 	echo "citation: reports/demo/rlcompare-matrix.bib" && exit $$status

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rlcompare.spec.builtin_workloads import BUILTIN_SUITES, CARTPOLE_PPO_QUICK
+from rlcompare.spec.builtin_workloads import BUILTIN_SUITES, CARTPOLE_PPO_DEMO
 from tests.conftest import ROOT
 from tests.reporting_support import synthetic_runs
 from tests.test_criteria_support import write_store
@@ -39,10 +39,10 @@ def test_the_demo_compares_at_least_four_frameworks_with_two_seeds_and_prints_a_
     registered = build_plugin_manager().adapters
     assert len(adapters) >= 4 and set(adapters) <= set(registered)
     assert len({registered[a].framework for a in adapters}) == len(adapters)  # four frameworks, not four ids
-    [quick] = [suite for suite in BUILTIN_SUITES if suite.name == "quick"]
-    assert quick.workload_ids == (CARTPOLE_PPO_QUICK["id"],) and CARTPOLE_PPO_QUICK["seeds"] >= 2
+    [suite] = [suite for suite in BUILTIN_SUITES if suite.name == "demo"]
+    assert suite.workload_ids == (CARTPOLE_PPO_DEMO["id"],) and CARTPOLE_PPO_DEMO["seeds"] >= 2
     demo = (ROOT / "Makefile").read_text(encoding="utf-8").split("\ndemo: install")[1].split("\n\n")[0]
-    assert "--adapters $(DEMO_ADAPTERS)" in demo and "--summary" in demo and "cite" in demo and "html" in demo
+    assert "--suite demo --adapters $(DEMO_ADAPTERS)" in demo and "--summary" in demo and "cite" in demo and "html" in demo
     assert "about 3 minutes" in demo  # the expected time, printed before it starts
 
 
