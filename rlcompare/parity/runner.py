@@ -14,10 +14,12 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import os
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,12 +139,24 @@ def run_requests(requests: Iterable[ParityRequest], cache: MeasurementCache,
             cases = ", ".join(f"{request.reference.family} {request.case.name}" for _, request, _, _ in pending)
             where = "" if cache.path is None else f"; kept in {cache.path}"
             log(f"probing the updates of {adapter_id} ({cases}) in one process (once{where})")
-        answers = ask_many([(request, probe) for _, request, probe, _ in pending], interpreters[adapter_id])
-        for (index, _, _, key), verdict in zip(pending, answers, strict=True):
-            if verdict.status != FAILED:
-                cache.keep(key, verdict.to_dict())
-            verdicts[index] = verdict
+    # one interpreter per adapter, as many at once as there are CPUs: a probe judges numbers, not time
+    with ThreadPoolExecutor(max_workers=max(1, min(len(missing), _usable_cpus()))) as pool:
+        asked = {adapter_id: pool.submit(ask_many, [(request, probe) for _, request, probe, _ in pending],
+                                         interpreters[adapter_id])
+                 for adapter_id, pending in missing.items()}
+        for adapter_id, pending in missing.items():
+            for (index, _, _, key), verdict in zip(pending, asked[adapter_id].result(), strict=True):
+                if verdict.status != FAILED:
+                    cache.keep(key, verdict.to_dict())
+                verdicts[index] = verdict
     return [verdict for verdict in verdicts if verdict is not None]
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def ask(request: ParityRequest, probe: ParityProbe, interpreter: Interpreter) -> ParityVerdict:
