@@ -5,13 +5,15 @@ framework version, so a second ``run`` is a lookup), and the fidelity report the
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable, Mapping
 
 from rlcompare.harness.contract import Adapter
 from rlcompare.harness.measurement_cache import MeasurementCache
 from rlcompare.parity.corrections import corrected_fidelity, not_applicable
 from rlcompare.parity.reference import ReferenceUpdate
-from rlcompare.parity.runner import parity_requests, run_requests
+from rlcompare.parity.runner import ParityRequest, parity_requests, run_requests
+from rlcompare.parity.verdict import ParityVerdict
 from rlcompare.plan.matrix import Plan
 from rlcompare.spec.families import Families
 
@@ -21,14 +23,21 @@ def with_parity(plan: Plan, adapters: Mapping[str, type[Adapter]], families: Fam
     """``plan`` with every run carrying its adapter's parity verdicts on its family and the fidelity
     report they correct."""
     verdicts: dict[tuple[str, str], tuple[dict, ...]] = {}
+    # every pair's requests asked together: run_requests probes the adapters at once, one per CPU
+    asked: list[ParityRequest] = []
+    pending: dict[tuple[str, str], tuple[list[ParityVerdict], int]] = {}
     for adapter_id, name in sorted({(run.adapter_id, run.workload.algorithm) for run in plan.runs}):
         family = families.get(name)
         if family is None or family.kind != "gradient":
             verdicts[(adapter_id, name)] = (not_applicable(adapter_id, name),)
             continue
         requests, unverifiable = parity_requests(adapters, families, [adapter_id], [name])
-        found = [*unverifiable, *run_requests(requests, cache, log)]
-        verdicts[(adapter_id, name)] = tuple(verdict.to_dict() for verdict in found)
+        pending[(adapter_id, name)] = (list(unverifiable), len(requests))
+        asked.extend(requests)
+    answers = iter(run_requests(asked, cache, log))
+    for pair, (unverifiable, count) in pending.items():
+        found = [*unverifiable, *itertools.islice(answers, count)]
+        verdicts[pair] = tuple(verdict.to_dict() for verdict in found)
     runs = []
     for run in plan.runs:
         found = verdicts[(run.adapter_id, run.workload.algorithm)]
