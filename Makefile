@@ -40,11 +40,11 @@ endif
 	touch $(STAMP)
 
 # The demo answers one question (which PyTorch PPO library learns CartPole fastest here, and at what
-# cost?) with four frameworks, two seeds each, in about three minutes on 2 CPUs, install included.
+# cost?) with four frameworks, two seeds each: about six minutes on 2 CPUs from a fresh clone, install included.
 DEMO_ADAPTERS := sb3,skrl,tianshou,torchrl
 
 demo: install
-	@echo "rlcompare demo: CartPole PPO with $(DEMO_ADAPTERS), 2 seeds each; about 3 minutes on 2 CPUs"
+	@echo "rlcompare demo: CartPole PPO with $(DEMO_ADAPTERS), 2 seeds each; about 6 minutes on 2 CPUs, install included"
 	$(VENV)/bin/rlcompare run --suite demo --adapters $(DEMO_ADAPTERS) --jobs 2 --store rlcompare.db; status=$$?; \
 	$(VENV)/bin/rlcompare report --store rlcompare.db --out reports/demo --format html,md --summary && \
 	$(VENV)/bin/rlcompare cite --store rlcompare.db --format bibtex > reports/demo/rlcompare-matrix.bib && \
@@ -52,7 +52,7 @@ demo: install
 
 # Every built-in adapter on the quick suite (Sample Factory builds its own environment first).
 demo-all: install
-	@echo "rlcompare demo-all: CartPole PPO with every built-in adapter, 2 seeds each; about 7 minutes on 2 CPUs"
+	@echo "rlcompare demo-all: CartPole PPO with every built-in adapter, 2 seeds each; about 10 minutes on 2 CPUs"
 	$(VENV)/bin/rlcompare run --suite quick --jobs 2 --store rlcompare-all.db; status=$$?; \
 	$(VENV)/bin/rlcompare report --store rlcompare-all.db --out reports/demo-all --format html,md --summary && \
 	$(VENV)/bin/rlcompare cite --store rlcompare-all.db --format bibtex > reports/demo-all/rlcompare-matrix.bib && \

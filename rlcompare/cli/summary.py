@@ -18,6 +18,15 @@ SUMMARY_CRITERIA = (("time_to_threshold_steps", "steps to threshold"),
                     ("final_return", "final return"), ("throughput", "steps/s"))
 
 
+#: Rank notes shown under the table, and the longest line the summary prints.
+MAX_RANK_NOTES = 3
+MAX_LINE = 160
+
+
+def _shortened(line: str, width: int) -> str:
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
 def _mean_point(cells: Any, criterion: str, adapter: str) -> float | None:
     rows = cells[(cells["criterion"] == criterion) & (cells["adapter"] == adapter)]
     points = [float(p) for p in rows["point"] if p is not None and not (isinstance(p, float) and math.isnan(p))]
@@ -49,6 +58,12 @@ def summary_lines(report: Report, paths: Sequence[str] = ()) -> list[str]:
     lines += ["  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)) for line in rows]
     lines.append("'=' shares a rank: the bootstrap does not separate the overall scores. Figures are means over "
                  "workloads and seeds.")
+    # why a higher score ranks lower (parity standing, workloads solved): the first few, on a line each
+    notes = [(str(row.adapter), str(row.rank_note)) for row in overall.itertuples(index=False) if row.rank_note]
+    for adapter, why in notes[:MAX_RANK_NOTES]:
+        lines.append(_shortened(f"{terminal(adapter)}: {terminal(why)}", MAX_LINE))
+    if len(notes) > MAX_RANK_NOTES:
+        lines.append(f"... and {len(notes) - MAX_RANK_NOTES} more: why each adapter ranks where it does is in the report")
     if paths:
         lines.append(f"Full report: {terminal(paths[0])}")
     return lines
