@@ -22,8 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rlcompare.execution.backend import BackendOptions, Limits  # noqa: E402
 from rlcompare.execution.driver import Driver  # noqa: E402
-from rlcompare.execution.local import LocalBackend, usable_cpus  # noqa: E402
+from rlcompare.execution.local import LocalBackend  # noqa: E402
 from rlcompare.execution.ray_backend import RayBackend  # noqa: E402
+from rlcompare.harness.host import usable_cpus  # noqa: E402
 from rlcompare.plan.matrix import build_plan  # noqa: E402
 from rlcompare.plugins.manager import build_plugin_manager  # noqa: E402
 from rlcompare.spec.workload import workload_from_dict  # noqa: E402

@@ -76,11 +76,9 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     override = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS", "")
     if override.isdigit():
         return int(override)
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        usable = os.cpu_count() or 1
-    return max(1, min(usable, MAX_WORKERS))
+    from rlcompare.harness.host import usable_cpus
+
+    return min(usable_cpus(), MAX_WORKERS)
 
 
 def shared_temp_root(tmp_path_factory: pytest.TempPathFactory) -> Path:

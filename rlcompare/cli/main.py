@@ -34,8 +34,7 @@ from rlcompare.cli.terminal import terminal_console, visible_output
 from rlcompare.errors import RLCompareError, UsageError
 from rlcompare.execution.backend import BackendOptions, Limits, cpus_needed
 from rlcompare.execution.driver import Driver
-from rlcompare.execution.local import usable_cpus
-from rlcompare.harness.host import distribution_versions, host_info
+from rlcompare.harness.host import distribution_versions, host_info, usable_cpus
 from rlcompare.parity.runner import default_cache
 from rlcompare.plan.matrix import Plan, build_plan, resolve_workloads
 from rlcompare.plan.parity import with_parity

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 from rlcompare.execution.backend import cpus_needed
-from rlcompare.execution.local import usable_cpus
+from rlcompare.harness.host import usable_cpus
 from rlcompare.harness.measurement_cache import MeasurementCache
 from rlcompare.plan.matrix import Plan, PlannedRun
 from rlcompare.plugins.manager import build_plugin_manager

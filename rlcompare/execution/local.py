@@ -18,16 +18,9 @@ from typing import IO, Any
 from rlcompare.execution.backend import WORKER_MODULE, Backend, Ending, worker_environment, worker_python
 from rlcompare.execution.process_tree import TreeMonitor, kill_tree
 from rlcompare.harness.driver_watch import DRIVER_FD_ENV
+from rlcompare.harness.host import usable_cpus
 from rlcompare.harness.run_directory import RunDirectory
 from rlcompare.plan.matrix import PlannedRun
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
 
 
 @dataclass

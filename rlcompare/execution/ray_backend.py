@@ -27,8 +27,8 @@ from typing import Any, ClassVar
 
 from rlcompare.errors import UsageError
 from rlcompare.execution.backend import Backend, Ending, cpus_needed
-from rlcompare.execution.local import usable_cpus
 from rlcompare.execution.ray_task import Execute, execute_run, run_on_node
+from rlcompare.harness.host import usable_cpus
 from rlcompare.harness.protocol import CurvePoint, RunResult
 from rlcompare.harness.run_directory import RunDirectory
 from rlcompare.plan.matrix import PlannedRun

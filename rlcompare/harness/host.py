@@ -61,6 +61,14 @@ def _memory_bytes() -> int | None:
         return None
 
 
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity, which a container's CPU set limits), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 def host_info() -> dict[str, Any]:
     """The hardware and OS a run saw, with a short fingerprint digest of them."""
     affinity = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None

@@ -117,6 +117,8 @@ class MeasurementCache:
                 partial = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
                 partial.write_text(json.dumps(merged, indent=1, sort_keys=True), encoding="utf-8")
                 os.replace(partial, self.path)
-            self._load().update({k: v for k, v in merged.items() if k not in self._data})  # type: ignore[union-attr]
+            data = self._load()
+            for key, value in merged.items():  # what other commands measured meanwhile; ours stay as they are
+                data.setdefault(key, value)
         except OSError:
             pass  # an unwritable cache only means measuring again next time

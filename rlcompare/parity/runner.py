@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -25,7 +24,7 @@ from pathlib import Path
 
 import rlcompare
 from rlcompare.harness.contract import Adapter
-from rlcompare.harness.host import cache_dir
+from rlcompare.harness.host import cache_dir, usable_cpus
 from rlcompare.harness.measurement_cache import MeasurementCache
 from rlcompare.harness.parity import PARITY_PROTOCOL_VERSION, ParityError, ParityOutcome, ParityProbe
 from rlcompare.parity.reference import ProbeCase, ReferenceUpdate, declared_variants
@@ -140,7 +139,7 @@ def run_requests(requests: Iterable[ParityRequest], cache: MeasurementCache,
             where = "" if cache.path is None else f"; kept in {cache.path}"
             log(f"probing the updates of {adapter_id} ({cases}) in one process (once{where})")
     # one interpreter per adapter, as many at once as there are CPUs: a probe judges numbers, not time
-    with ThreadPoolExecutor(max_workers=max(1, min(len(missing), _usable_cpus()))) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(len(missing), usable_cpus()))) as pool:
         asked = {adapter_id: pool.submit(ask_many, [(request, probe) for _, request, probe, _ in pending],
                                          interpreters[adapter_id])
                  for adapter_id, pending in missing.items()}
@@ -151,12 +150,6 @@ def run_requests(requests: Iterable[ParityRequest], cache: MeasurementCache,
                 verdicts[index] = verdict
     return [verdict for verdict in verdicts if verdict is not None]
 
-
-def _usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def ask(request: ParityRequest, probe: ParityProbe, interpreter: Interpreter) -> ParityVerdict:

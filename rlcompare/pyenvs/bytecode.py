@@ -17,6 +17,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from rlcompare.harness.host import usable_cpus
+
 
 def _identity(info: os.stat_result) -> str:
     return f"{info.st_dev:x}-{info.st_ino:x}-{info.st_mtime_ns:x}-{info.st_size:x}"
@@ -69,8 +71,7 @@ def _compile(sources: list[str], python: Path) -> None:
     """Compile ``sources`` with ``python`` (as uv's --compile-bytecode does), on every CPU."""
     if not sources:
         return
-    workers = max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
-                         len(sources) // 200 + 1))
+    workers = min(usable_cpus(), len(sources) // 200 + 1)
     processes = []
     for index in range(workers):
         chunk = "\n".join(sources[index::workers]) + "\n"
