@@ -186,6 +186,37 @@ def test_api_coverage_is_introspected(data: ScoringData) -> None:
     assert _missing(_criterion("docstring_coverage").compute(data))["bare"] == "adapter 'bare' declares no import name"
 
 
+def test_the_last_timed_interpreter_walks_the_api_as_a_fresh_one_would(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The API walked after the timed import is the one introspect_api walks in an interpreter of its
+    own, and no interpreter is started for it; without the warm-up only the timed ones start."""
+    calls: list[str] = []
+    real_run_in = fresh_interpreter.run_in
+    monkeypatch.setattr(fresh_interpreter, "run_in", lambda *a: calls.append(a[2][0]) or real_run_in(*a))
+    timed = cold_import.time_cold_import(["pluggy"], repeats=2, warm_up=False, walk_api=True)
+    assert len(calls) == 2 and len(timed["seconds"]) == 2 and len(timed["cpu_seconds"]) == 2
+    assert timed["api"] == api_coverage.introspect_api(["pluggy"])
+    assert timed["api"]["objects"] > 5
+    assert "api" not in cold_import.time_cold_import(["pluggy"], repeats=1)
+
+
+def test_a_cold_import_measured_now_keeps_the_api_walked_with_it(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scoring measures the cold import first; the API counts come with it, so the docstring criterion
+    finds them cached and starts no interpreter, and the counts are those of introspect_api."""
+    data = _data(tmp_path, {"pluggy-fw": ENTRY})  # a cache of its own: nothing measured yet
+    seconds = _values(_criterion("cold_import").compute(data))["plug"]
+    assert len(seconds) == cold_import.IMPORT_REPEATS
+
+    def no_subprocess(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the API was walked again in an interpreter of its own")
+
+    monkeypatch.setattr(fresh_interpreter.subprocess, "run", no_subprocess)
+    docs = _values(_criterion("docstring_coverage").compute(data))["plug"][0]
+    monkeypatch.undo()
+    counts = api_coverage.introspect_api("pluggy")
+    assert docs == pytest.approx(counts["documented"] / counts["objects"])
+
+
 def test_failed_import_is_missing_with_the_error() -> None:
     result = cold_import.time_cold_import("no_such_module_for_rlcompare", repeats=1)
     assert result["error"].startswith("import no_such_module_for_rlcompare failed: ModuleNotFoundError")

@@ -195,8 +195,8 @@ def test_beside_the_runs_it_runs_niced_and_what_it_left_is_measured_after_them_a
         measuring.wait()
     first, second = calls.read_text(encoding="utf-8").splitlines()
     assert first == f"True {min(base + NICENESS, 19)}" and second == f"False {base}"
-    assert said == ["1 timing made beside the last runs shared a CPU (the cold import of x shared its CPU); "
-                    "measured again now that the runs are over",
+    assert said == ["1 measurement left for after the runs (the cold import of x shared its CPU); "
+                    "made now that they are over",
                     "made 1 development measurement of a0 after the runs; they are cached for the report"]
 
 
@@ -220,26 +220,65 @@ def test_what_the_niced_process_has_not_finished_when_the_runs_end_is_finished_a
     assert time.monotonic() - started < 30
 
 
-def test_a_timing_that_shared_its_cpu_beside_the_runs_is_not_kept(monkeypatch: pytest.MonkeyPatch,
-                                                                  tmp_path: Path) -> None:
+def test_no_import_is_timed_beside_the_runs_and_one_that_shared_its_cpu_after_them_is_not_kept(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.syspath_prepend(str(EXAMPLE))
     from tinyac_rlcompare import TinyACAdapter
 
+    timed: list[dict[str, Any]] = []
     measured = {"seconds": [1.0, 1.0, 1.0], "cpu_seconds": [0.3, 0.99, 1.0], "skipped": []}
-    monkeypatch.setattr(cold_import, "time_cold_import", lambda modules, installation: measured)
 
-    def kept_after(alongside_runs: bool, name: str) -> tuple[list[str], list[Any]]:
+    def time_cold_import(modules: Any, installation: Any, **options: Any) -> dict[str, Any]:
+        timed.append(options)
+        return dict(measured)
+
+    monkeypatch.setattr(cold_import, "time_cold_import", time_cold_import)
+
+    def kept_after(alongside_runs: bool, name: str, warm: frozenset[str] = frozenset()) -> tuple[list[str], list[Any]]:
         path = tmp_path / name
         data = ScoringData(planned_runs_frame([PlannedAdapter("tinyac", "tinyac")]),
-                           catalogue=ScoringCatalogue({}, {"tinyac": TinyACAdapter}), cache=MeasurementCache(path))
+                           catalogue=ScoringCatalogue({}, {"tinyac": TinyACAdapter}), cache=MeasurementCache(path),
+                           warm_adapters=warm)
         left = cold_import.premeasure_cold_import(data, alongside_runs)
         return left, list(json.loads(path.read_text(encoding="utf-8")).values()) if path.exists() else []
 
-    assert kept_after(True, "beside.json") == (
-        ["the cold import of tinyac shared its CPU with other processes (on a CPU 30% of its time; 80% needed)"], [])
-    assert kept_after(False, "after.json") == ([], [measured])  # after the runs: kept as scoring keeps it
     measured["cpu_seconds"] = [0.97, 0.99, 1.0]
-    assert kept_after(True, "alone.json") == ([], [measured])
+    assert kept_after(True, "beside.json") == ([f"the cold import of tinyac: {cold_import.BESIDE_RUNS}"], [])
+    assert timed == []  # not even started
+    assert kept_after(False, "alone.json") == ([], [measured])  # after the runs, with a CPU to itself: kept
+    measured["cpu_seconds"] = [0.3, 0.99, 1.0]
+    left, kept = kept_after(False, "shared.json")
+    assert left == ["the cold import of tinyac shared its CPU with other processes (on a CPU 30% of its time; "
+                    "80% needed): scoring times it again"] and kept == []
+    assert [options["warm_up"] for options in timed] == [True, True]
+    kept_after(False, "warm.json", warm=frozenset({"tinyac"}))
+    assert timed[-1]["warm_up"] is False
+
+
+def test_after_the_runs_one_process_measures_told_which_frameworks_their_runs_imported(tmp_path: Path) -> None:
+    """A matrix that left no CPU free: after it, one process at normal priority measures every
+    adapter, told which adapters' runs finished ok (their framework imported just now: no warm-up
+    import); a run that failed may not have imported it."""
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    python = _fake_python(tmp_path, "import json\n"
+                                    "request = json.loads(sys.argv[-1])\n"
+                                    "names = [a['adapter'] for a in request['adapters']]\n"
+                                    f"open({str(calls)!r} + f'/{{os.getpid()}}', 'w').write(json.dumps("
+                                    "[names, request['warm'], request['alongside_runs']]))\n"
+                                    "for name in names: print(f'measuring the cold import of {name} (once)', "
+                                    "file=sys.stderr)")
+    plan = _plan([2, 2, 2])  # each run holds both CPUs: one at a time, none left free
+    said: list[str] = []
+    with BackgroundMeasuring(plan, cpus=2, python=python, log=said.append) as measuring:
+        for run, status in zip(plan.runs, ("ok", "failed", "ok"), strict=True):
+            measuring.on_start()(run)
+            measuring.on_finish()(RunOutcome(run.run_id, status, None))  # type: ignore[arg-type]
+        assert measuring.process is None  # the runs never left a CPU free
+        measuring.wait()
+    assert [json.loads(path.read_text(encoding="utf-8")) for path in calls.iterdir()] == [
+        [["a0", "a1", "a2"], ["a0", "a2"], False]]
+    assert said[-1] == "made 3 development measurements of a0, a1, a2 after the runs; they are cached for the report"
 
 
 def test_leaving_the_block_stops_the_process_and_what_it_started(tmp_path: Path) -> None:

@@ -10,17 +10,29 @@ from rlcompare.scoring.criteria import ScoringData
 from rlcompare_criteria import fresh_interpreter
 from rlcompare_criteria.installations import MAIN, Installation, as_modules
 
-_INTROSPECT = r'''
-import importlib, inspect, json, sys
+#: Imports what a run imports of the framework (the first module must import; a further one that
+#: fails to is skipped), as the cold-import timing does.
+_IMPORT = r'''
+import importlib, sys
 
-name = sys.argv[1]
-top = name.split(".")[0]
-root = importlib.import_module(name)
+importlib.import_module(sys.argv[1])
 for further in sys.argv[2:]:  # the framework modules the adapter imports
     try:
         importlib.import_module(further)
     except Exception:
         pass
+'''
+
+#: Walks the public API of the package ``sys.argv[1]`` as imported so far, into ``counts``. Run
+#: after :data:`_IMPORT` (:data:`INTROSPECT`), or after the last timed import of
+#: :mod:`rlcompare_criteria.cold_import`, which imports the same modules the same way: the walk sees
+#: the same modules either way, and the interpreter that timed the import is not started again.
+WALK = r'''
+import importlib, inspect, json, sys
+
+name = sys.argv[1]
+top = name.split(".")[0]
+root = sys.modules[name]
 # The public API: the package and the public submodules importing it brings in (importing every
 # submodule of a large framework would be slow and can fail on optional dependencies).
 modules = [root] + [
@@ -84,15 +96,17 @@ for module in modules:
                 if inspect.isfunction(member):
                     visit(member, method=True)
 counts["modules"] = len(modules)
-print(json.dumps(counts))
 '''
+
+#: A fresh interpreter's whole introspection: import, walk, print the counts as one JSON line.
+INTROSPECT = _IMPORT + WALK + "print(json.dumps(counts))\n"
 
 
 def introspect_api(modules: str | Sequence[str], installation: Installation = MAIN) -> dict[str, Any]:
     """Docstring and type-hint counts of the public API of ``modules`` (the first is the package
     walked; the others are imported first so that the submodules they load are walked too),
     measured in a fresh interpreter of ``installation``."""
-    line, error = fresh_interpreter.run_in(installation, _INTROSPECT, as_modules(modules))
+    line, error = fresh_interpreter.run_in(installation, INTROSPECT, as_modules(modules))
     return {"error": error} if line is None else json.loads(line)
 
 

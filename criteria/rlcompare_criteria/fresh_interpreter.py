@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rlcompare.scoring.criteria import ScoringData
@@ -65,11 +66,29 @@ def foreign_import_name(data: ScoringData, adapter_id: str) -> str | None:
             f"({', '.join(declared) or 'none'})")
 
 
-def measured_in_fresh_interpreter(data: ScoringData, adapter_id: str, kind: str, measure: Callable[..., dict[str, Any]],
-              what: str, keep: Callable[[dict[str, Any]], bool] | None = None) -> tuple[dict[str, Any] | None, str | None]:
-    """``measure(modules, installation=...)`` of what a run imports of the adapter's framework, in a
-    fresh interpreter where the adapter runs, cached per modules, distribution version and environment
-    (a value measured now is kept unless it is an error or ``keep`` says no)."""
+@dataclass(frozen=True)
+class Target:
+    """What a fresh-interpreter measurement of an adapter's framework measures, and where it is kept."""
+
+    #: The framework modules a run imports (the import name first).
+    modules: tuple[str, ...]
+    #: The environment the adapter runs in.
+    installation: Installation
+
+    def key(self, data: ScoringData, adapter_id: str, kind: str) -> str:
+        """The cache key of the ``kind`` measurement ("import", "api") of this target."""
+        name, version, _ = framework_distribution(data, adapter_id)
+        return (f"{kind}|{'+'.join(self.modules)}|{canonical_name(name or '')}|{version}|"
+                f"{self.installation.cache_tag}|method {MEASURE_METHOD}")
+
+    def description(self, what: str) -> str:
+        further = len(self.modules) - 1
+        more = f", {further} module{'s' if further > 1 else ''} of it its adapter imports" if further else ""
+        return f"{what} of {self.modules[0]}{more}, in {self.installation.label}"
+
+
+def target(data: ScoringData, adapter_id: str) -> tuple[Target | None, str | None]:
+    """What a run of the adapter imports of its framework and where, or (None, why it cannot be measured)."""
     modules, reason = run_framework_modules(data, adapter_id)
     name, version, dist_reason = framework_distribution(data, adapter_id)
     if modules is None or dist_reason is not None or name is None or version is None:
@@ -80,11 +99,20 @@ def measured_in_fresh_interpreter(data: ScoringData, adapter_id: str, kind: str,
     foreign = foreign_import_name(data, adapter_id)
     if foreign is not None:
         return None, foreign
-    key = f"{kind}|{'+'.join(modules)}|{canonical_name(name)}|{version}|{installation.cache_tag}|method {MEASURE_METHOD}"
-    further = len(modules) - 1
-    more = f", {further} module{'s' if further > 1 else ''} of it its adapter imports" if further else ""
+    return Target(modules, installation), None
+
+
+def measured_in_fresh_interpreter(data: ScoringData, adapter_id: str, kind: str, measure: Callable[..., dict[str, Any]],
+              what: str, keep: Callable[[dict[str, Any]], bool] | None = None) -> tuple[dict[str, Any] | None, str | None]:
+    """``measure(modules, installation=...)`` of what a run imports of the adapter's framework, in a
+    fresh interpreter where the adapter runs, cached per modules, distribution version and environment
+    (a value measured now is kept unless it is an error or ``keep`` says no)."""
+    found, reason = target(data, adapter_id)
+    if found is None:
+        return None, reason
     # an error is not kept: the next scoring tries again (an environment being rebuilt, a timeout)
-    result = data.cache.get_or_compute(key, lambda: measure(modules, installation=installation),
-                                       f"{what} of {modules[0]}{more}, in {installation.label}",
+    result = data.cache.get_or_compute(found.key(data, adapter_id, kind),
+                                       lambda: measure(found.modules, installation=found.installation),
+                                       found.description(what),
                                        keep=lambda value: "error" not in value and (keep is None or keep(value)))
     return (None, result["error"]) if "error" in result else (result, None)

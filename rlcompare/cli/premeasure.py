@@ -4,9 +4,9 @@ them in the measurement cache instead of spending minutes measuring first.
 Criteria that keep expensive measurements in the cache (cold import time, public-API coverage,
 install footprint, glue size) declare a ``premeasure`` step
 (:attr:`rlcompare.scoring.criteria.Criterion.premeasure`): the very measurements their ``compute``
-makes, with the same scripts, repeats, warm-up and cache keys. ``run`` starts ONE process at a time
-(``python -m rlcompare.cli.premeasure``) that calls those steps for every adapter of the plan, in
-the environment its runs use.
+makes, with the same scripts, repeats and cache keys. ``run`` starts processes
+(``python -m rlcompare.cli.premeasure``) that call those steps for the adapters of the plan, in
+the environment their runs use, one process at a time.
 
 Runs measure time, and so does the cold import: neither may take the other's CPU, and a process
 beside a run slows it even on another CPU (on a 2-CPU machine, paired runs of SB3 made 7% fewer
@@ -14,13 +14,16 @@ env steps per CPU-second, median of 6 pairs, with it than without). With the dri
 order that cost would fall on the first adapters' first seeds. So the first process starts only
 once every run is submitted (no run starts beside it but those already in flight) and those in
 flight leave a CPU free: the tail of the matrix, where one run at a time finishes. It runs at the
-lowest priority (``nice 19``, inherited by the interpreters it starts), and a timing it could not
-make with a CPU to itself (its interpreter on a CPU for less than 80% of the time) is not kept.
+lowest priority (``nice 19``, inherited by the interpreters it starts) and times nothing: an import
+timed beside a busy CPU takes 10-13% longer even with a CPU of its own
+(``python benchmarks/import_timing.py``), so it measures what does not depend on the machine's load
+(install footprint, glue, public API) and leaves the timings for after the runs.
 Once the runs are over, whatever is left (no CPU was free during the matrix, a timing shared its
 CPU, or the niced process is still at work: it is stopped, keeping what it measured) is measured by
-a second process at normal priority, exactly as the first scoring would have measured it. ``run``
-waits for that before it exits, so a report that follows measures nothing; an interrupted matrix
-stops it, and what it had measured stays cached.
+a second process at normal priority, as the first scoring would have measured it (the framework of
+an adapter whose run finished is in memory already, so its timing skips the discarded warm-up
+import). ``run`` waits for that before it exits, so a report that follows measures nothing; an
+interrupted matrix stops it, and what it had measured stays cached.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
@@ -107,15 +111,18 @@ def planned_runs_frame(adapters: Sequence[PlannedAdapter]) -> pd.DataFrame:
 
 
 def premeasure(adapters: Sequence[PlannedAdapter], catalogue: ScoringCatalogue, cache: MeasurementCache,
-               alongside_runs: bool, log: Callable[[str], None] | None = None) -> Premeasured:
+               alongside_runs: bool, log: Callable[[str], None] | None = None,
+               warm: Collection[str] = ()) -> Premeasured:
     """Every criterion's ``premeasure`` for each adapter in turn (one adapter's measurements together,
-    so an interrupted matrix leaves whole adapters measured)."""
+    so an interrupted matrix leaves whole adapters measured). ``warm``: adapters whose framework a run
+    of this command has imported (:attr:`ScoringData.warm_adapters`)."""
     done = Premeasured()
     say = log or (lambda _line: None)
     steps = [(criterion_id, criterion.premeasure) for criterion_id, criterion in catalogue.criteria.items()
              if criterion.premeasure is not None]
     for adapter in adapters:
-        data = ScoringData(planned_runs_frame([adapter]), catalogue=catalogue, cache=cache)
+        data = ScoringData(planned_runs_frame([adapter]), catalogue=catalogue, cache=cache,
+                           warm_adapters=frozenset(warm))
         for criterion_id, step in steps:
             try:
                 left = step(data, alongside_runs)
@@ -138,6 +145,20 @@ def _lowest_priority() -> None:
     os.nice(NICENESS)
 
 
+@dataclass
+class _Process:
+    """One measuring process: its adapters and what it writes on stderr."""
+
+    popen: subprocess.Popen[bytes]
+    errors: IO[bytes]
+    adapters: list[PlannedAdapter]
+    killed: bool = False
+
+    def lines(self) -> list[str]:
+        self.errors.seek(0)
+        return self.errors.read().decode("utf-8", "replace").strip().splitlines()
+
+
 class BackgroundMeasuring:
     """Starts the measuring process once a CPU is left over by the runs, finishes what it left once
     they are over, or stops it.
@@ -145,6 +166,10 @@ class BackgroundMeasuring:
     Driven by the driver's ``on_start``/``on_finish`` callbacks (wrap the progress display's with
     :meth:`on_start` and :meth:`on_finish`), so it needs no thread; use it as a context manager so
     that leaving the block for any reason stops what is still running.
+
+    One process measures at a time, also after the runs on a machine with CPUs to spare: two imports
+    timed at once on two CPUs took 10-13% longer than one alone (``python benchmarks/import_timing.py``),
+    and a figure must not depend on how many others were measured beside it.
     """
 
     def __init__(self, plan: Plan, *, cpus: int | None = None, python: str = sys.executable,
@@ -157,10 +182,14 @@ class BackgroundMeasuring:
         self.runs = len(plan.runs)
         self.started = 0
         self.in_flight: dict[str, int] = {}
+        #: The adapter of each run started, by run id.
+        self._adapter_of: dict[str, str] = {}
+        #: Adapters with a run finished ok: their framework has been imported on this machine just now.
+        self.warm: set[str] = set()
+        #: The first process of the last launch (None: none launched yet).
         self.process: subprocess.Popen[bytes] | None = None
-        self._errors: IO[bytes] | None = None
+        self._processes: list[_Process] = []
         self._alongside = False
-        self._killed = False
 
     # -- the driver's events ------------------------------------------------------------------------
 
@@ -170,6 +199,7 @@ class BackgroundMeasuring:
         def started(planned: PlannedRun) -> None:
             self.started += 1
             self.in_flight[planned.run_id] = cpus_needed(planned)
+            self._adapter_of[planned.run_id] = planned.adapter_id
             self._maybe_launch()
             if then is not None:
                 then(planned)
@@ -181,6 +211,8 @@ class BackgroundMeasuring:
 
         def finished(outcome: RunOutcome) -> None:
             self.in_flight.pop(outcome.run_id, None)
+            if outcome.status == "ok" and outcome.run_id in self._adapter_of:
+                self.warm.add(self._adapter_of[outcome.run_id])
             self._maybe_launch()
             if then is not None:
                 then(outcome)
@@ -201,97 +233,110 @@ class BackgroundMeasuring:
     # -- the processes --------------------------------------------------------------------------------
 
     def launch(self, alongside_runs: bool) -> None:
-        """Start a measuring process: niced while runs are (or may be) in flight."""
+        """Start the measuring process: niced while runs are (or may be) in flight."""
         if not self.adapters:
             return
-        request = json.dumps({"adapters": [asdict(adapter) for adapter in self.adapters],
-                              "alongside_runs": alongside_runs})
         self._close_errors()
-        self._errors = tempfile.TemporaryFile()
+        self._processes = []
         self._alongside = alongside_runs
-        self._killed = False
-        try:
-            self.process = subprocess.Popen(
-                [self.python, "-m", MODULE, request], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=self._errors, env=None if self.env is None else dict(self.env),
-                preexec_fn=_lowest_priority if alongside_runs else None,
-                start_new_session=True,  # its own process group: stopped as a whole, never by the terminal's ^C
-            )
-        except OSError as error:
-            self._close_errors()
-            self._say(f"cannot measure the development criteria ahead ({error}); `rlcompare score` measures them")
+        for hand in [list(self.adapters)]:
+            request = json.dumps({"adapters": [asdict(adapter) for adapter in hand],
+                                  "alongside_runs": alongside_runs, "warm": sorted(self.warm)})
+            errors = tempfile.TemporaryFile()
+            try:
+                popen = subprocess.Popen(
+                    [self.python, "-m", MODULE, request], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                    stderr=errors, env=None if self.env is None else dict(self.env),
+                    preexec_fn=_lowest_priority if alongside_runs else None,
+                    start_new_session=True,  # its own process group: stopped as a whole, never by the terminal's ^C
+                )
+            except OSError as error:
+                errors.close()
+                self._say(f"cannot measure the development criteria ahead ({error}); `rlcompare score` measures them")
+                break
+            self._processes.append(_Process(popen, errors, hand))
+        self.process = self._processes[0].popen if self._processes else None
 
     def wait(self) -> None:
         """After the matrix: finish the measuring at normal priority (there are no runs left to be
         fair to), then say what was measured (nothing when everything was cached). What the niced
         process has not finished (a matrix that left no CPU free, a timing that shared its CPU, a
-        measurement still in progress) is measured by a process at normal priority, as the first
+        measurement still in progress) is measured by processes at normal priority, as the first
         scoring would have measured it. A matrix that started no run (everything resumed) measures
         nothing."""
         if self.process is None and not self.started:
             return
         left: list[str] = []
         if self.process is not None:  # started beside the runs, at nice 19
-            if self.process.poll() is None:
+            if any(process.popen.poll() is None for process in self._processes):
                 self._kill()  # what it measured is cached; the rest is measured below at normal priority
                 self._report()
                 left = ["unfinished"]
             else:
                 left = self._report().left
                 if left:
-                    self._say(f"{_count(len(left), 'timing')} made beside the last runs shared a CPU ({left[0]}); "
-                              "measured again now that the runs are over")
+                    self._say(f"{_count(len(left), 'measurement')} left for after the runs ({left[0]}); "
+                              "made now that they are over")
         if self.process is None or left:
             self.launch(alongside_runs=False)
             self._finish()
 
     def _finish(self) -> None:
-        """Wait for the process at normal priority (saying so when it takes a while) and report on it."""
-        if self.process is None:
+        """Wait for the processes at normal priority (saying so when they take a while) and report."""
+        if not self._processes:
             return
+        deadline = time.monotonic() + QUIET_WAIT_SECONDS
         try:
-            self.process.wait(timeout=QUIET_WAIT_SECONDS)
+            for process in self._processes:
+                process.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             self._say("measuring the development criteria at normal priority now that the runs are over, so "
                       "that the report finds them cached")
-            self.process.wait()
+            for process in self._processes:
+                process.popen.wait()
         self._report()
 
     def _report(self) -> Premeasured:
-        """Say what the process that ended measured, left or failed."""
-        process = self.process
-        assert process is not None and process.returncode is not None
-        lines = self._output()
-        done = Premeasured([line.removeprefix(LEFT) for line in lines if line.startswith(LEFT)],
-                           [line.removeprefix(FAILED) for line in lines if line.startswith(FAILED)])
-        # a measurement announced by a process stopped meanwhile was not made
-        measured = sum(line.startswith(MEASURING) for line in lines) - len(done.left) - self._killed
+        """Say what the processes that ended measured, left or failed."""
+        done = Premeasured()
+        measured = 0
+        failed_exit: str | None = None
+        for process in self._processes:
+            assert process.popen.returncode is not None
+            lines = process.lines()
+            left = [line.removeprefix(LEFT) for line in lines if line.startswith(LEFT)]
+            done.left.extend(left)
+            done.failed.extend(line.removeprefix(FAILED) for line in lines if line.startswith(FAILED))
+            # a measurement announced by a process stopped meanwhile was not made
+            measured += sum(line.startswith(MEASURING) for line in lines) - len(left) - process.killed
+            if process.popen.returncode != 0 and not process.killed and failed_exit is None:
+                failed_exit = (lines or [f"exit status {process.popen.returncode}"])[-1]
         if measured > 0:
             when = f"beside the last runs (nice {NICENESS}, on a CPU they left free)" if self._alongside else "after the runs"
             self._say(f"made {_count(measured, 'development measurement')} of "
                       f"{', '.join(adapter.adapter for adapter in self.adapters)} {when}; they are cached for "
                       "the report")
-        if done.failed or (process.returncode != 0 and not self._killed):
-            last = (done.failed or lines or [f"exit status {process.returncode}"])[-1][:200]
+        if done.failed or failed_exit is not None:
+            last = (done.failed[-1] if done.failed else str(failed_exit))[:200]
             self._say(f"measuring the development criteria ahead failed ({last}); `rlcompare score` measures "
                       "what is missing")
         self._close_errors()
         return done
 
     def stop(self) -> None:
-        """Stop the process and the interpreters it started; what it measured stays cached."""
+        """Stop the processes and the interpreters they started; what they measured stays cached."""
         self._kill()
         self._close_errors()
 
     def _kill(self) -> None:
-        process = self.process
-        if process is not None and process.poll() is None:
-            self._killed = True
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            process.wait()
+        for process in self._processes:
+            if process.popen.poll() is None:
+                process.killed = True
+                try:
+                    os.killpg(process.popen.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                process.popen.wait()
 
     def __enter__(self) -> BackgroundMeasuring:
         return self
@@ -303,17 +348,10 @@ class BackgroundMeasuring:
         if self.log is not None:
             self.log(line)
 
-    def _output(self) -> list[str]:
-        """What the process wrote on stderr, line by line."""
-        if self._errors is None:
-            return []
-        self._errors.seek(0)
-        return self._errors.read().decode("utf-8", "replace").strip().splitlines()
-
     def _close_errors(self) -> None:
-        if self._errors is not None:
-            self._errors.close()
-            self._errors = None
+        for process in self._processes:
+            if not process.errors.closed:
+                process.errors.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -328,7 +366,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(line, file=sys.stderr, flush=True)
 
     done = premeasure(adapters, plugins.scoring_catalogue(), MeasurementCache.default(log=say),
-                      bool(request.get("alongside_runs")), log=say)
+                      bool(request.get("alongside_runs")), log=say, warm=request.get("warm") or ())
     return 1 if done.failed else 0
 
 

@@ -85,7 +85,8 @@ class Criterion:
     #: runs use, or None). With ``alongside_runs`` runs are in flight on the machine: a figure that
     #: depends on having a CPU to itself (a timing) must not be kept when it did not; it returns one
     #: line per measurement it left for the call made once the runs are over (``alongside_runs``
-    #: False), which keeps what it measures as scoring would. None: nothing worth measuring ahead.
+    #: False), which keeps what it measures as scoring would. ``data.warm_adapters`` names the adapters
+    #: whose framework this command's runs or probes have imported. None: nothing worth measuring ahead.
     premeasure: Callable[[ScoringData, bool], list[str]] | None = None
 
     def __post_init__(self) -> None:
@@ -216,8 +217,12 @@ class ScoringData:
         catalogue: ScoringCatalogue | None = None,
         cache: MeasurementCache | None = None,
         stale_runs: pd.DataFrame | None = None,
+        warm_adapters: frozenset[str] = frozenset(),
     ) -> None:
         self.runs = runs
+        #: Adapters whose framework a process of this command has just imported (a run, a parity
+        #: probe): its files are read from memory, so a timing needs no discarded warm-up import.
+        self.warm_adapters = warm_adapters
         #: Runs of an older spec of a workload (another digest), left out of every criterion.
         self.stale_runs = stale_runs
         self._curves = curves
