@@ -40,11 +40,11 @@ endif
 	touch $(STAMP)
 
 # The demo answers one question (which PyTorch PPO library learns CartPole fastest here, and at what
-# cost?) with four frameworks, two seeds each: about six minutes on 2 CPUs from a fresh clone, install included.
+# cost?) with four frameworks, two seeds each: about three minutes on 2 CPUs from a fresh clone, install included.
 DEMO_ADAPTERS := sb3,skrl,tianshou,torchrl
 
 demo: install
-	@echo "rlcompare demo: CartPole PPO with $(DEMO_ADAPTERS), 2 seeds each; about 6 minutes on 2 CPUs, install included"
+	@echo "rlcompare demo: CartPole PPO with $(DEMO_ADAPTERS), 2 seeds each; about 3 minutes on 2 CPUs, install included"
 	$(VENV)/bin/rlcompare run --suite demo --adapters $(DEMO_ADAPTERS) --jobs 2 --store rlcompare.db; status=$$?; \
 	$(VENV)/bin/rlcompare report --store rlcompare.db --out reports/demo --format html,md --summary && \
 	$(VENV)/bin/rlcompare cite --store rlcompare.db --format bibtex > reports/demo/rlcompare-matrix.bib && \

@@ -19,8 +19,8 @@ from rlcompare_criteria import cold_import
 from rlcompare_criteria.adapter_lookup import installation_for
 
 from rlcompare.cli.premeasure import (
-    LEFT,
     NICENESS,
+    NOT_KEPT,
     BackgroundMeasuring,
     PlannedAdapter,
     planned_adapters,
@@ -176,14 +176,14 @@ def _fake_python(tmp_path: Path, body: str) -> str:
     return str(script)
 
 
-def test_beside_the_runs_it_runs_niced_and_what_it_left_is_measured_after_them_at_normal_priority(
+def test_beside_the_runs_it_runs_niced_and_after_them_a_process_at_normal_priority_times_the_rest(
         tmp_path: Path) -> None:
     calls = tmp_path / "calls.txt"
     python = _fake_python(tmp_path, "import json\n"
                                     "alongside = json.loads(sys.argv[-1])['alongside_runs']\n"
                                     f"open({str(calls)!r}, 'a').write(f'{{alongside}} {{os.nice(0)}}\\n')\n"
                                     "print('measuring the cold import of x (once)', file=sys.stderr)\n"
-                                    f"if alongside: print({LEFT!r} + 'the cold import of x shared its CPU', "
+                                    f"if not alongside: print({NOT_KEPT!r} + 'the cold import of x shared its CPU', "
                                     "file=sys.stderr)")
     said: list[str] = []
     plan = _plan([1])
@@ -195,9 +195,9 @@ def test_beside_the_runs_it_runs_niced_and_what_it_left_is_measured_after_them_a
         measuring.wait()
     first, second = calls.read_text(encoding="utf-8").splitlines()
     assert first == f"True {min(base + NICENESS, 19)}" and second == f"False {base}"
-    assert said == ["1 measurement left for after the runs (the cold import of x shared its CPU); "
-                    "made now that they are over",
-                    "made 1 development measurement of a0 after the runs; they are cached for the report"]
+    assert said == ["made 1 development measurement of a0 beside the last runs (nice 19, on a CPU they left free); "
+                    "they are cached for the report",
+                    "1 timing shared a CPU with another program and was not kept (the cold import of x shared its CPU)"]
 
 
 def test_what_the_niced_process_has_not_finished_when_the_runs_end_is_finished_at_normal_priority(
@@ -243,7 +243,7 @@ def test_no_import_is_timed_beside_the_runs_and_one_that_shared_its_cpu_after_th
         return left, list(json.loads(path.read_text(encoding="utf-8")).values()) if path.exists() else []
 
     measured["cpu_seconds"] = [0.97, 0.99, 1.0]
-    assert kept_after(True, "beside.json") == ([f"the cold import of tinyac: {cold_import.BESIDE_RUNS}"], [])
+    assert kept_after(True, "beside.json") == ([], [])
     assert timed == []  # not even started
     assert kept_after(False, "alone.json") == ([], [measured])  # after the runs, with a CPU to itself: kept
     measured["cpu_seconds"] = [0.3, 0.99, 1.0]

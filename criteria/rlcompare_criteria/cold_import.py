@@ -121,20 +121,16 @@ def cold_import(data: ScoringData, adapter_id: str) -> tuple[list[float] | None,
     return (None, reason) if result is None else (result["seconds"], None)
 
 
-#: Why no import is timed beside runs (a line of what the measuring process leaves for after them).
-BESIDE_RUNS = ("timed once the runs are over: beside a busy CPU an import takes 10-13% longer, with a CPU "
-               "of its own (benchmarks/import_timing.py)")
-
-
 def premeasure_cold_import(data: ScoringData, alongside_runs: bool) -> list[str]:
     """The cold imports of ``data.adapters``, measured ahead (and their public APIs, walked by the
-    last timed interpreter). Never beside runs: each is named in the returned lines, to be timed once
-    the runs are over, and a timing that did not have a CPU to itself even then (:func:`had_a_cpu`:
-    another program was busy) is not kept, so scoring times it again. An adapter in
+    last timed interpreter). Never beside runs (nothing is timed then: beside a busy CPU an import
+    takes 10-13% longer even with a CPU of its own, ``benchmarks/import_timing.py``); after them, a
+    timing that did not have a CPU to itself (:func:`had_a_cpu`: another program was busy) is not
+    kept, so scoring times it again, and is named in the returned lines. An adapter in
     ``data.warm_adapters`` (its framework imported by a run of this command) is timed without the
     discarded warm-up import."""
     if alongside_runs:
-        return [f"the cold import of {adapter_id}: {BESIDE_RUNS}" for adapter_id in data.adapters]
+        return []
     left: list[str] = []
     for adapter_id in data.adapters:
         shared: list[dict[str, Any]] = []

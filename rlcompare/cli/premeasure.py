@@ -18,12 +18,14 @@ lowest priority (``nice 19``, inherited by the interpreters it starts) and times
 timed beside a busy CPU takes 10-13% longer even with a CPU of its own
 (``python benchmarks/import_timing.py``), so it measures what does not depend on the machine's load
 (install footprint, glue, public API) and leaves the timings for after the runs.
-Once the runs are over, whatever is left (no CPU was free during the matrix, a timing shared its
-CPU, or the niced process is still at work: it is stopped, keeping what it measured) is measured by
-a second process at normal priority, as the first scoring would have measured it (the framework of
+Once the runs are over, the timings and whatever else is left (no CPU was free during the matrix,
+or the niced process is still at work: it is stopped, keeping what it measured) are measured by a
+second process at normal priority, as the first scoring would have measured them (the framework of
 an adapter whose run finished is in memory already, so its timing skips the discarded warm-up
-import). ``run`` waits for that before it exits, so a report that follows measures nothing; an
-interrupted matrix stops it, and what it had measured stays cached.
+import; the last timed interpreter walks the public API). A timing that even then did not have a
+CPU to itself (another program was busy) is not kept: scoring times it again. ``run`` waits for
+that process before it exits, so a report that follows measures nothing; an interrupted matrix
+stops it, and what it had measured stays cached.
 """
 
 from __future__ import annotations
@@ -56,9 +58,9 @@ NICENESS = 19
 #: The module the measuring process runs.
 MODULE = "rlcompare.cli.premeasure"
 #: How the process announces, on stderr, each measurement it makes (a value found cached is not),
-#: each one it leaves for after the runs, and each step that failed.
+#: each one it made but did not keep (a timing that shared its CPU), and each step that failed.
 MEASURING = "measuring "
-LEFT = "left for after the runs: "
+NOT_KEPT = "not kept: "
 FAILED = "failed: "
 #: Seconds ``run`` waits for the process before saying that it waits.
 QUIET_WAIT_SECONDS = 2.0
@@ -79,8 +81,8 @@ class PlannedAdapter:
 class Premeasured:
     """What one pass over the plan's adapters did not finish."""
 
-    #: Measurements left for after the runs (a timing that shared its CPU), one line each.
-    left: list[str] = field(default_factory=list)
+    #: Measurements made but not kept (a timing that shared its CPU), one line each.
+    not_kept: list[str] = field(default_factory=list)
     #: Steps that raised (scoring measures those later, as before), one line each.
     failed: list[str] = field(default_factory=list)
 
@@ -131,8 +133,8 @@ def premeasure(adapters: Sequence[PlannedAdapter], catalogue: ScoringCatalogue, 
                 say(FAILED + done.failed[-1])
                 continue
             for line in left:
-                done.left.append(line)
-                say(LEFT + line)
+                done.not_kept.append(line)
+                say(NOT_KEPT + line)
     return done
 
 
@@ -258,28 +260,18 @@ class BackgroundMeasuring:
         self.process = self._processes[0].popen if self._processes else None
 
     def wait(self) -> None:
-        """After the matrix: finish the measuring at normal priority (there are no runs left to be
-        fair to), then say what was measured (nothing when everything was cached). What the niced
-        process has not finished (a matrix that left no CPU free, a timing that shared its CPU, a
-        measurement still in progress) is measured by processes at normal priority, as the first
-        scoring would have measured it. A matrix that started no run (everything resumed) measures
-        nothing."""
+        """After the matrix: the timings (never made beside runs) and whatever the niced process has
+        not finished (a matrix that left no CPU free, a measurement still in progress: it is stopped,
+        keeping what it measured) are measured by a process at normal priority, as the first scoring
+        would have measured them; then say what was measured (nothing when everything was cached). A
+        matrix that started no run (everything resumed) measures nothing."""
         if self.process is None and not self.started:
             return
-        left: list[str] = []
         if self.process is not None:  # started beside the runs, at nice 19
-            if any(process.popen.poll() is None for process in self._processes):
-                self._kill()  # what it measured is cached; the rest is measured below at normal priority
-                self._report()
-                left = ["unfinished"]
-            else:
-                left = self._report().left
-                if left:
-                    self._say(f"{_count(len(left), 'measurement')} left for after the runs ({left[0]}); "
-                              "made now that they are over")
-        if self.process is None or left:
-            self.launch(alongside_runs=False)
-            self._finish()
+            self._kill()  # what it measured is cached; the rest is measured below at normal priority
+            self._report()
+        self.launch(alongside_runs=False)
+        self._finish()
 
     def _finish(self) -> None:
         """Wait for the processes at normal priority (saying so when they take a while) and report."""
@@ -304,13 +296,16 @@ class BackgroundMeasuring:
         for process in self._processes:
             assert process.popen.returncode is not None
             lines = process.lines()
-            left = [line.removeprefix(LEFT) for line in lines if line.startswith(LEFT)]
-            done.left.extend(left)
+            left = [line.removeprefix(NOT_KEPT) for line in lines if line.startswith(NOT_KEPT)]
+            done.not_kept.extend(left)
             done.failed.extend(line.removeprefix(FAILED) for line in lines if line.startswith(FAILED))
             # a measurement announced by a process stopped meanwhile was not made
             measured += sum(line.startswith(MEASURING) for line in lines) - len(left) - process.killed
             if process.popen.returncode != 0 and not process.killed and failed_exit is None:
                 failed_exit = (lines or [f"exit status {process.popen.returncode}"])[-1]
+        if done.not_kept:
+            self._say(f"{_count(len(done.not_kept), 'timing')} shared a CPU with another program and "
+                      f"{'was' if len(done.not_kept) == 1 else 'were'} not kept ({done.not_kept[0]})")
         if measured > 0:
             when = f"beside the last runs (nice {NICENESS}, on a CPU they left free)" if self._alongside else "after the runs"
             self._say(f"made {_count(measured, 'development measurement')} of "

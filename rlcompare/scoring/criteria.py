@@ -83,9 +83,9 @@ class Criterion:
     #: tail and after it, with one row per adapter of the plan in ``data.runs`` (columns ``adapter``,
     #: ``framework``, ``status`` ``"planned"`` and ``environment_json``: the adapter environment its
     #: runs use, or None). With ``alongside_runs`` runs are in flight on the machine: a figure that
-    #: depends on having a CPU to itself (a timing) must not be kept when it did not; it returns one
-    #: line per measurement it left for the call made once the runs are over (``alongside_runs``
-    #: False), which keeps what it measures as scoring would. ``data.warm_adapters`` names the adapters
+    #: depends on the machine's load (a timing) must not be made then; it is made by the call once the
+    #: runs are over (``alongside_runs`` False), which keeps what it measures as scoring would. It
+    #: returns one line per measurement it made but did not keep (a timing that shared its CPU). ``data.warm_adapters`` names the adapters
     #: whose framework this command's runs or probes have imported. None: nothing worth measuring ahead.
     premeasure: Callable[[ScoringData, bool], list[str]] | None = None
 
