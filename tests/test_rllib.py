@@ -53,7 +53,8 @@ def _workload(name: str, **overrides: object) -> object:
 def rllib_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
     plan = build_plan(build_plugin_manager(autoload=False).plan_catalogue(), [_workload(name) for name in TINY], ["rllib"])
     store = Store(tmp_path_factory.mktemp("rllib") / "runs.db")
-    summary = LocalRunner(store, jobs=1, timeout_seconds=400).run(plan)
+    # two at a time where two fit (a run with two remote env runners holds 3 CPUs and runs alone)
+    summary = LocalRunner(store, jobs=2, timeout_seconds=400).run(plan)
     assert [o.status for o in summary.outcomes] == ["ok"] * len(TINY), [o.record.get("traceback") for o in summary.outcomes]
     return store
 
