@@ -159,3 +159,34 @@ def test_torchrl_refuses_what_it_cannot_run(spec: dict, reason: str) -> None:
     workload = workload_from_dict({"id": "refused", "env_steps": 1000, "hyperparameters": {}, **spec}, "test")
     with pytest.raises(IncompatibleError, match=f"adapter 'torchrl' cannot run workload 'refused': .*{reason}"):
         build_plan(build_plugin_manager(autoload=False).plan_catalogue(), [workload], ["torchrl"])
+
+
+def test_one_seed_gives_the_same_first_rollout_from_its_first_observation() -> None:
+    """``Collector.set_seed`` seeds the environments but not the observations the collector already
+    holds from its first reset (made before any seed): the adapter resets the collector after seeding,
+    so two builds with one seed collect the same first rollout, first observation included (before,
+    two runs of one seed diverged from their first update), and another seed collects another."""
+    import functools
+
+    import torch
+    from rlcompare_torchrl import TorchRLAdapter, build
+
+    from rlcompare.adapter import make_env
+    from rlcompare.harness.workload_view import workload_view
+
+    spec = _workload("PPO", TINY["PPO"])
+    workload = workload_view(spec.model_dump(mode="json"), spec.derived())
+    config, _ = TorchRLAdapter().native_config(workload)
+
+    def first_rollout(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        fns = [functools.partial(make_env, workload.env, {}) for _ in range(workload.parallelism.total_envs)]
+        setup = build(workload, config, fns, seed)
+        try:
+            batch = next(iter(setup.collector))
+            return batch["observation"].clone(), batch["action"].clone()
+        finally:
+            setup.collector.shutdown()
+
+    first, again, other = first_rollout(0), first_rollout(0), first_rollout(1)
+    assert torch.equal(first[0], again[0]) and torch.equal(first[1], again[1])
+    assert not torch.equal(first[0][..., 0, :], other[0][..., 0, :])  # the first observations depend on the seed

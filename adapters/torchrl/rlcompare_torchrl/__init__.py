@@ -632,6 +632,10 @@ def build(workload: WorkloadLike, config: dict[str, dict[str, Any]], env_fns: Se
         collector = collector_class(worker_makers, collect_policy, num_sub_threads=envs["num_sub_threads"],
                                     **collector_kwargs)
     collector.set_seed(seed)
+    # set_seed seeds the environments but leaves the observations the collector already holds from its
+    # own first reset, made before any seed (so from fresh OS entropy): without a reset, the first
+    # rollout starts from unseeded states and two runs with one seed diverge from the first update
+    collector.reset()
     setup.collector = collector
     setup.native = {
         "loss": {key: _plain(value) for key, value in config["loss"].items()},
