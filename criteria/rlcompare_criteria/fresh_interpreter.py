@@ -74,11 +74,13 @@ class Target:
     modules: tuple[str, ...]
     #: The environment the adapter runs in.
     installation: Installation
+    #: The framework's distribution, canonical name and version.
+    distribution: str
+    version: str
 
-    def key(self, data: ScoringData, adapter_id: str, kind: str) -> str:
+    def key(self, kind: str) -> str:
         """The cache key of the ``kind`` measurement ("import", "api") of this target."""
-        name, version, _ = framework_distribution(data, adapter_id)
-        return (f"{kind}|{'+'.join(self.modules)}|{canonical_name(name or '')}|{version}|"
+        return (f"{kind}|{'+'.join(self.modules)}|{self.distribution}|{self.version}|"
                 f"{self.installation.cache_tag}|method {MEASURE_METHOD}")
 
     def description(self, what: str) -> str:
@@ -99,7 +101,7 @@ def target(data: ScoringData, adapter_id: str) -> tuple[Target | None, str | Non
     foreign = foreign_import_name(data, adapter_id)
     if foreign is not None:
         return None, foreign
-    return Target(modules, installation), None
+    return Target(modules, installation, canonical_name(name), version), None
 
 
 def measured_in_fresh_interpreter(data: ScoringData, adapter_id: str, kind: str, measure: Callable[..., dict[str, Any]],
@@ -111,7 +113,7 @@ def measured_in_fresh_interpreter(data: ScoringData, adapter_id: str, kind: str,
     if found is None:
         return None, reason
     # an error is not kept: the next scoring tries again (an environment being rebuilt, a timeout)
-    result = data.cache.get_or_compute(found.key(data, adapter_id, kind),
+    result = data.cache.get_or_compute(found.key(kind),
                                        lambda: measure(found.modules, installation=found.installation),
                                        found.description(what),
                                        keep=lambda value: "error" not in value and (keep is None or keep(value)))

@@ -4,9 +4,9 @@ them in the measurement cache instead of spending minutes measuring first.
 Criteria that keep expensive measurements in the cache (cold import time, public-API coverage,
 install footprint, glue size) declare a ``premeasure`` step
 (:attr:`rlcompare.scoring.criteria.Criterion.premeasure`): the very measurements their ``compute``
-makes, with the same scripts, repeats and cache keys. ``run`` starts processes
-(``python -m rlcompare.cli.premeasure``) that call those steps for the adapters of the plan, in
-the environment their runs use, one process at a time.
+makes, with the same scripts, repeats and cache keys. ``run`` starts ONE process at a time
+(``python -m rlcompare.cli.premeasure``) that calls those steps for every adapter of the plan, in
+the environment its runs use.
 
 Runs measure time, and so does the cold import: neither may take the other's CPU, and a process
 beside a run slows it even on another CPU (on a 2-CPU machine, paired runs of SB3 made 7% fewer
@@ -22,8 +22,7 @@ Once the runs are over, the timings and whatever else is left (no CPU was free d
 or the niced process is still at work: it is stopped, keeping what it measured) are measured by a
 second process at normal priority, as the first scoring would have measured them (the framework of
 an adapter whose run finished is in memory already, so its timing skips the discarded warm-up
-import; the last timed interpreter walks the public API). A timing that even then did not have a
-CPU to itself (another program was busy) is not kept: scoring times it again. ``run`` waits for
+import; the last timed interpreter walks the public API), and kept as scoring keeps them. ``run`` waits for
 that process before it exits, so a report that follows measures nothing; an interrupted matrix
 stops it, and what it had measured stays cached.
 """
@@ -36,7 +35,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import IO, TYPE_CHECKING, Any
@@ -58,7 +56,7 @@ NICENESS = 19
 #: The module the measuring process runs.
 MODULE = "rlcompare.cli.premeasure"
 #: How the process announces, on stderr, each measurement it makes (a value found cached is not),
-#: each one it made but did not keep (a timing that shared its CPU), and each step that failed.
+#: each one a step made but did not keep, and each step that failed.
 MEASURING = "measuring "
 NOT_KEPT = "not kept: "
 FAILED = "failed: "
@@ -81,7 +79,7 @@ class PlannedAdapter:
 class Premeasured:
     """What one pass over the plan's adapters did not finish."""
 
-    #: Measurements made but not kept (a timing that shared its CPU), one line each.
+    #: Measurements made but not kept (what a criterion's step returned), one line each.
     not_kept: list[str] = field(default_factory=list)
     #: Steps that raised (scoring measures those later, as before), one line each.
     failed: list[str] = field(default_factory=list)
@@ -147,20 +145,6 @@ def _lowest_priority() -> None:
     os.nice(NICENESS)
 
 
-@dataclass
-class _Process:
-    """One measuring process: its adapters and what it writes on stderr."""
-
-    popen: subprocess.Popen[bytes]
-    errors: IO[bytes]
-    adapters: list[PlannedAdapter]
-    killed: bool = False
-
-    def lines(self) -> list[str]:
-        self.errors.seek(0)
-        return self.errors.read().decode("utf-8", "replace").strip().splitlines()
-
-
 class BackgroundMeasuring:
     """Starts the measuring process once a CPU is left over by the runs, finishes what it left once
     they are over, or stops it.
@@ -188,10 +172,10 @@ class BackgroundMeasuring:
         self._adapter_of: dict[str, str] = {}
         #: Adapters with a run finished ok: their framework has been imported on this machine just now.
         self.warm: set[str] = set()
-        #: The first process of the last launch (None: none launched yet).
         self.process: subprocess.Popen[bytes] | None = None
-        self._processes: list[_Process] = []
+        self._errors: IO[bytes] | None = None
         self._alongside = False
+        self._killed = False
 
     # -- the driver's events ------------------------------------------------------------------------
 
@@ -238,26 +222,23 @@ class BackgroundMeasuring:
         """Start the measuring process: niced while runs are (or may be) in flight."""
         if not self.adapters:
             return
+        request = json.dumps({"adapters": [asdict(adapter) for adapter in self.adapters],
+                              "alongside_runs": alongside_runs, "warm": sorted(self.warm)})
         self._close_errors()
-        self._processes = []
+        self._errors = tempfile.TemporaryFile()
         self._alongside = alongside_runs
-        for hand in [list(self.adapters)]:
-            request = json.dumps({"adapters": [asdict(adapter) for adapter in hand],
-                                  "alongside_runs": alongside_runs, "warm": sorted(self.warm)})
-            errors = tempfile.TemporaryFile()
-            try:
-                popen = subprocess.Popen(
-                    [self.python, "-m", MODULE, request], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                    stderr=errors, env=None if self.env is None else dict(self.env),
-                    preexec_fn=_lowest_priority if alongside_runs else None,
-                    start_new_session=True,  # its own process group: stopped as a whole, never by the terminal's ^C
-                )
-            except OSError as error:
-                errors.close()
-                self._say(f"cannot measure the development criteria ahead ({error}); `rlcompare score` measures them")
-                break
-            self._processes.append(_Process(popen, errors, hand))
-        self.process = self._processes[0].popen if self._processes else None
+        self._killed = False
+        try:
+            self.process = subprocess.Popen(
+                [self.python, "-m", MODULE, request], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=self._errors, env=None if self.env is None else dict(self.env),
+                preexec_fn=_lowest_priority if alongside_runs else None,
+                start_new_session=True,  # its own process group: stopped as a whole, never by the terminal's ^C
+            )
+        except OSError as error:
+            self.process = None
+            self._close_errors()
+            self._say(f"cannot measure the development criteria ahead ({error}); `rlcompare score` measures them")
 
     def wait(self) -> None:
         """After the matrix: the timings (never made beside runs) and whatever the niced process has
@@ -274,64 +255,55 @@ class BackgroundMeasuring:
         self._finish()
 
     def _finish(self) -> None:
-        """Wait for the processes at normal priority (saying so when they take a while) and report."""
-        if not self._processes:
+        """Wait for the process at normal priority (saying so when it takes a while) and report on it."""
+        if self.process is None:
             return
-        deadline = time.monotonic() + QUIET_WAIT_SECONDS
         try:
-            for process in self._processes:
-                process.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
+            self.process.wait(timeout=QUIET_WAIT_SECONDS)
         except subprocess.TimeoutExpired:
             self._say("measuring the development criteria at normal priority now that the runs are over, so "
                       "that the report finds them cached")
-            for process in self._processes:
-                process.popen.wait()
+            self.process.wait()
         self._report()
 
     def _report(self) -> Premeasured:
-        """Say what the processes that ended measured, left or failed."""
-        done = Premeasured()
-        measured = 0
-        failed_exit: str | None = None
-        for process in self._processes:
-            assert process.popen.returncode is not None
-            lines = process.lines()
-            left = [line.removeprefix(NOT_KEPT) for line in lines if line.startswith(NOT_KEPT)]
-            done.not_kept.extend(left)
-            done.failed.extend(line.removeprefix(FAILED) for line in lines if line.startswith(FAILED))
-            # a measurement announced by a process stopped meanwhile was not made
-            measured += sum(line.startswith(MEASURING) for line in lines) - len(left) - process.killed
-            if process.popen.returncode != 0 and not process.killed and failed_exit is None:
-                failed_exit = (lines or [f"exit status {process.popen.returncode}"])[-1]
+        """Say what the process that ended measured, did not keep or failed."""
+        process = self.process
+        assert process is not None and process.returncode is not None
+        lines = self._output()
+        done = Premeasured([line.removeprefix(NOT_KEPT) for line in lines if line.startswith(NOT_KEPT)],
+                           [line.removeprefix(FAILED) for line in lines if line.startswith(FAILED)])
+        # a measurement announced by a process stopped meanwhile was not made, nor one not kept
+        measured = sum(line.startswith(MEASURING) for line in lines) - len(done.not_kept) - self._killed
         if done.not_kept:
-            self._say(f"{_count(len(done.not_kept), 'timing')} shared a CPU with another program and "
-                      f"{'was' if len(done.not_kept) == 1 else 'were'} not kept ({done.not_kept[0]})")
+            self._say(f"{_count(len(done.not_kept), 'measurement')} {'was' if len(done.not_kept) == 1 else 'were'} "
+                      f"not kept ({done.not_kept[0]}); `rlcompare score` measures again")
         if measured > 0:
             when = f"beside the last runs (nice {NICENESS}, on a CPU they left free)" if self._alongside else "after the runs"
             self._say(f"made {_count(measured, 'development measurement')} of "
                       f"{', '.join(adapter.adapter for adapter in self.adapters)} {when}; they are cached for "
                       "the report")
-        if done.failed or failed_exit is not None:
-            last = (done.failed[-1] if done.failed else str(failed_exit))[:200]
+        if done.failed or (process.returncode != 0 and not self._killed):
+            last = (done.failed or lines or [f"exit status {process.returncode}"])[-1][:200]
             self._say(f"measuring the development criteria ahead failed ({last}); `rlcompare score` measures "
                       "what is missing")
         self._close_errors()
         return done
 
     def stop(self) -> None:
-        """Stop the processes and the interpreters they started; what they measured stays cached."""
+        """Stop the process and the interpreters it started; what it measured stays cached."""
         self._kill()
         self._close_errors()
 
     def _kill(self) -> None:
-        for process in self._processes:
-            if process.popen.poll() is None:
-                process.killed = True
-                try:
-                    os.killpg(process.popen.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-                process.popen.wait()
+        process = self.process
+        if process is not None and process.poll() is None:
+            self._killed = True
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            process.wait()
 
     def __enter__(self) -> BackgroundMeasuring:
         return self
@@ -343,10 +315,17 @@ class BackgroundMeasuring:
         if self.log is not None:
             self.log(line)
 
+    def _output(self) -> list[str]:
+        """What the process wrote on stderr, line by line."""
+        if self._errors is None:
+            return []
+        self._errors.seek(0)
+        return self._errors.read().decode("utf-8", "replace").strip().splitlines()
+
     def _close_errors(self) -> None:
-        for process in self._processes:
-            if not process.errors.closed:
-                process.errors.close()
+        if self._errors is not None:
+            self._errors.close()
+            self._errors = None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

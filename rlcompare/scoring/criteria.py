@@ -85,8 +85,9 @@ class Criterion:
     #: runs use, or None). With ``alongside_runs`` runs are in flight on the machine: a figure that
     #: depends on the machine's load (a timing) must not be made then; it is made by the call once the
     #: runs are over (``alongside_runs`` False), which keeps what it measures as scoring would. It
-    #: returns one line per measurement it made but did not keep (a timing that shared its CPU). ``data.warm_adapters`` names the adapters
-    #: whose framework this command's runs or probes have imported. None: nothing worth measuring ahead.
+    #: returns one line per measurement it made but did not keep (printed by ``run``).
+    #: ``data.warm_adapters`` names the adapters whose framework this command's runs have imported.
+    #: None: nothing worth measuring ahead.
     premeasure: Callable[[ScoringData, bool], list[str]] | None = None
 
     def __post_init__(self) -> None:
@@ -220,8 +221,8 @@ class ScoringData:
         warm_adapters: frozenset[str] = frozenset(),
     ) -> None:
         self.runs = runs
-        #: Adapters whose framework a process of this command has just imported (a run, a parity
-        #: probe): its files are read from memory, so a timing needs no discarded warm-up import.
+        #: Adapters whose framework a run of this command has just imported: its files are read
+        #: from memory, so a timing needs no discarded warm-up import.
         self.warm_adapters = warm_adapters
         #: Runs of an older spec of a workload (another digest), left out of every criterion.
         self.stale_runs = stale_runs
