@@ -58,9 +58,11 @@ demo-all: install
 	$(VENV)/bin/rlcompare cite --store rlcompare-all.db --format bibtex > reports/demo-all/rlcompare-matrix.bib && \
 	echo "citation: reports/demo-all/rlcompare-matrix.bib" && exit $$status
 
-# PYTEST_ARGS: e.g. '-n auto' (pytest-xdist) on a machine with 4 or more CPUs; on 2 CPUs the suite's
-# own training runs already use both, and two workers made it slower (33 min against 22 min).
-PYTEST_ARGS ?=
+# pytest-xdist, one worker per usable CPU (at most 4, tests/conftest.py), each test module on one
+# worker so that its shared real runs are made once. On 2 CPUs the serial suite keeps about one CPU
+# busy (user time equals wall time: most tests wait on one process at a time), and two workers took
+# 17 min 30 s against 27 min 16 s serially in the same hour. PYTEST_ARGS= (empty) runs it serially.
+PYTEST_ARGS ?= -n auto --dist loadfile
 
 # The HTML report's browser test drives Debian's chromium (never a browser download): installed
 # here where it is missing and apt-get can; the test says why it skips where it cannot.
