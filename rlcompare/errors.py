@@ -29,6 +29,10 @@ class InvalidWorkloadError(UsageError):
     """A workload file or spec that does not validate."""
 
 
+class InvalidStudyError(UsageError):
+    """A study file or table that does not validate."""
+
+
 class UnknownNameError(UsageError):
     """A name (adapter, suite, workload, environment, criterion) that is not registered."""
 

@@ -73,3 +73,10 @@ def rlcompare_register_backends(register: Register) -> None:
     """Register execution backends with ``register.add_backend(BackendClass)``
     (a subclass of :class:`rlcompare.execution.backend.Backend` with a ``name``);
     ``rlcompare run --backend NAME`` runs the matrix on it."""
+
+
+@hookspec
+def rlcompare_register_studies(register: Register) -> None:
+    """Register studies (a published table as data beside the cells that measure it again) with
+    ``register.add_study(study)`` (:class:`rlcompare.studies.model.Study`, or a plain table of one);
+    ``rlcompare study list`` shows them (docs/studies.md)."""

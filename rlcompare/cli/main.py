@@ -11,38 +11,25 @@ import argparse
 import json
 import os
 import sys
-from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import rlcompare
-from rlcompare.cli import env, frameworks, parity, report, score, show
+from rlcompare.cli import env, frameworks, parity, report, score, show, study
+from rlcompare.cli.execute import add_run_options, execute, warn_off_grid
 from rlcompare.cli.options import (
-    DEFAULT_STORE,
-    DEFAULT_TIMEOUT_SECONDS,
     Parser,
-    memory_size,
     name_list,
-    positive_float,
     positive_int,
 )
 from rlcompare.cli.plan_view import grain_text, pair_views
-from rlcompare.cli.premeasure import BackgroundMeasuring
-from rlcompare.cli.progress import ConsoleProgress, note
 from rlcompare.cli.terminal import terminal_console, visible_output
-from rlcompare.errors import RLCompareError, UsageError
-from rlcompare.execution.backend import BackendOptions, Limits, cpus_needed
-from rlcompare.execution.driver import Driver
+from rlcompare.errors import RLCompareError
+from rlcompare.execution.backend import cpus_needed
 from rlcompare.harness.host import distribution_versions, host_info, usable_cpus
-from rlcompare.parity.runner import default_cache
 from rlcompare.plan.matrix import Plan, build_plan, resolve_workloads
-from rlcompare.plan.parity import with_parity
-from rlcompare.plan.placement import place_runs
 from rlcompare.plugins.manager import Plugins, build_plugin_manager
 from rlcompare.pyenvs.manager import isolation_reason
-from rlcompare.spec.evaluation_grid import interval_warnings
-from rlcompare.store.sqlite_store import Store
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,30 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--seeds", type=positive_int, metavar="N", help="seeds per workload (0..N-1)")
         command.add_argument("--json", action="store_true", help="machine-readable output")
         if name == "run":
-            command.add_argument("--store", default=DEFAULT_STORE, metavar="PATH", help="SQLite results store")
-            command.add_argument("--backend", default="local", metavar="NAME",
-                                 help="where runs execute: local (default), ray, or an installed backend "
-                                      "(see `rlcompare list backends`)")
-            command.add_argument("--address", metavar="ADDR",
-                                 help="with --backend ray: the cluster to join (default: start a local one on "
-                                      "loopback for this matrix)")
-            command.add_argument("--jobs", type=positive_int, default=1, metavar="N",
-                                 help="runs at a time (1: exclusive, for the cleanest timings)")
-            command.add_argument("--timeout", type=positive_float, default=DEFAULT_TIMEOUT_SECONDS,
-                                 metavar="SECONDS", help="per run; a run past it is killed and stored as timeout")
-            command.add_argument("--resume", action="store_true",
-                                 help="skip runs already stored as ok with the same workload digest")
-            command.add_argument("--max-memory", type=memory_size, metavar="SIZE",
-                                 help="per run, e.g. 4G: a run whose process tree grows past it is stopped "
-                                      "and stored as failed")
-            command.add_argument("--no-parity", action="store_true",
-                                 help="do not probe each adapter's update before the runs (their records then say "
-                                      "'not probed'; see `rlcompare parity`)")
-            command.add_argument("--isolate", action="store_true",
-                                 help="run every adapter in its own environment (default: only those that do "
-                                      "not fit the main one; see `rlcompare env`)")
+            add_run_options(command)
 
-    for group in (frameworks, env, parity, score, report, show):
+    for group in (frameworks, env, parity, score, report, show, study):
         group.add_commands(commands)
     return parser
 
@@ -258,13 +224,6 @@ def _plugins_and_plan(args: argparse.Namespace) -> tuple[Plugins, Plan]:
     return plugins, build_plan(catalogue, workloads, args.adapters, args.seeds)
 
 
-def _warn_off_grid(plan: Plan) -> None:
-    """Once every input is checked: workloads whose evaluations cannot land on update boundaries
-    (allowed, said once per workload; :mod:`rlcompare.spec.evaluation_grid`)."""
-    for line in interval_warnings([*(run.workload for run in plan.runs), *(r.workload for r in plan.refused)]):
-        print(f"warning: {line}", file=sys.stderr)
-
-
 def cmd_plan(args: argparse.Namespace) -> int:
     plan = _plan_from_args(args)
     cpus = usable_cpus()
@@ -292,78 +251,20 @@ def cmd_plan(args: argparse.Namespace) -> int:
               f"\tgrain={grain_text(run)}\tcpus={needed}{flag}")
     for refused in plan.refused:
         print(f"refused\t{refused.reason}")
-    _warn_off_grid(plan)
+    warn_off_grid(plan)
     note = f"; {crowded} need more CPUs than this machine has (their throughput measures contention)" if crowded else ""
     print(f"# {len(plan.runs)} runs, {len(plan.refused)} refused pairs{note}", file=sys.stderr)
     return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    import signal
-
-
     plugins, plan = _plugins_and_plan(args)  # every input is validated first, then the store, then runs start
-    backend_class = plugins.backend(args.backend)
-    if args.address is not None and args.backend != "ray":
-        raise UsageError(f"--address: only --backend ray joins a cluster, not {args.backend!r}")
-    backend = backend_class(Limits(args.timeout, args.max_memory), BackendOptions(jobs=args.jobs, address=args.address))
-    backend.check()
-    with Store(args.store) as store:
-        store.check_writable()
-        _warn_off_grid(plan)
-        # adapters that do not fit the main environment get their own, built before any run starts
-        plan = place_runs(plugins.adapters, plan, isolate=args.isolate, log=note)
-        if not args.no_parity:  # each framework's own update against the reference, cached per version
-            plan = with_parity(plan, plugins.adapters, plugins.algorithms, default_cache(log=note), log=note)
-        progress = ConsoleProgress(total=len(plan.runs))
-        progress.warn_oversubscribed(plan, backend)
-        # development criteria measured beside the last runs and after them, so the report finds them cached
-        with BackgroundMeasuring(plan, log=note) as measuring:
-            driver = Driver(store, backend, on_start=measuring.on_start(progress.started),
-                            on_finish=measuring.on_finish(progress.finished), families=plugins.algorithms)
-            summary = driver.run(plan, resume=args.resume)
-            progress.close(summary, args.store)
-            # a matrix stopped by a signal or by a store that could take no more results measures no
-            # more: the user's next step is --resume, which measures what is left
-            if summary.interrupted_by is None and not summary.unstored:
-                measuring.wait()
-    if args.json:
-        _print_json({"store": args.store, "counts": dict(summary.counts), "skipped": summary.skipped,
-                     "recovered": [{"run_id": o.run_id, "status": o.status} for o in summary.recovered],
-                     "unstored": [{"run_id": r, "directory": d, "error": e} for r, d, e in summary.unstored],
-                     "taken": [{"run_id": r, "by": by} for r, by in summary.taken],
-                     "kept_earlier": summary.kept_earlier,
-                     "runs": [{"run_id": o.run_id, "status": o.status} for o in summary.outcomes]})
-    if summary.taken:
-        run_id, holder = summary.taken[0]
-        print(f"rlcompare: {len(summary.taken)} runs were being run by another driver on this store (e.g. {run_id} "
-              f"by {holder}): left to it", file=sys.stderr)
-    if summary.kept_earlier:
-        print(f"rlcompare: {len(summary.kept_earlier)} runs did not finish this time while an earlier attempt had "
-              f"(e.g. {summary.kept_earlier[0]}): the earlier result stays, both attempts are kept "
-              f"(`rlcompare show run ID`)", file=sys.stderr)
-    if summary.recovered:
-        statuses = ", ".join(f"{n} {status}" for status, n in sorted(
-            Counter(o.status for o in summary.recovered).items()))
-        print(f"rlcompare: stored {len(summary.recovered)} runs left by an earlier driver ({statuses})",
-              file=sys.stderr)
-    if summary.interrupted_by is not None:
-        name = signal.Signals(summary.interrupted_by).name
-        print(f"rlcompare: stopped by {name}; runs in flight are stored as interrupted with their evaluation "
-              f"points; `rlcompare run ... --resume` runs what is missing", file=sys.stderr)
-        return 128 + summary.interrupted_by
-    if summary.unstored:
-        run_id, directory, error = summary.unstored[0]
-        print(f"rlcompare: error: {len(summary.unstored)} finished runs could not be stored ({error}); their "
-              f"results are kept in {Path(directory).parent}; run again with --resume to store them",
-              file=sys.stderr)
-        return 1
-    return 0 if summary.all_ok else 1
+    return execute(args, plugins, plan)
 
 
 COMMANDS = {"list": cmd_list, "doctor": cmd_doctor, "plan": cmd_plan, "run": cmd_run,
             **frameworks.COMMANDS, **env.COMMANDS, **parity.COMMANDS, **score.COMMANDS, **report.COMMANDS,
-            **show.COMMANDS}
+            **show.COMMANDS, **study.COMMANDS}
 
 
 #: Commands that only read and analyse a store (see main()).

@@ -34,6 +34,7 @@ from rlcompare.reporting.formats import ReportFormat
 from rlcompare.scoring.criteria import Criterion, ScoringCatalogue
 from rlcompare.spec.families import Families
 from rlcompare.spec.workload import Suite, Workload
+from rlcompare.studies.model import Study
 
 #: Built-in plugin modules, registered exactly like third-party ones.
 BUILTIN_PLUGINS: tuple[str, ...] = (
@@ -51,6 +52,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "rlcompare_criteria.development",
     "rlcompare.builtins.report_formats",
     "rlcompare.builtins.backends",
+    "rlcompare.builtins.studies",
 )
 
 #: Set to ``1`` to skip third-party plugins found through entry points.
@@ -68,6 +70,7 @@ REGISTRATION_HOOKS = (
     "rlcompare_register_criteria",
     "rlcompare_register_report_formats",
     "rlcompare_register_backends",
+    "rlcompare_register_studies",
 )
 
 
@@ -111,6 +114,16 @@ class Plugins:
     @property
     def backends(self) -> dict[str, type[Backend]]:
         return self.register.backends
+
+    @property
+    def studies(self) -> dict[str, Study]:
+        return self.register.studies
+
+    def study(self, name: str) -> Study:
+        """The study ``name``, or an error naming the closest one."""
+        if name not in self.studies:
+            raise UnknownNameError("study", name, self.studies, "rlcompare study list")
+        return self.studies[name]
 
     def backend(self, name: str) -> type[Backend]:
         """The backend class ``name``, or an error naming the closest one."""

@@ -2,7 +2,7 @@
 with its real type when it is added.
 
 Every ``add_*`` validates what a plugin hands it (an algorithm family, an adapter class, a workload,
-a criterion, a registry entry, a report format, a backend class) and refuses a bad one with a
+a criterion, a registry entry, a report format, a backend class, a study) and refuses a bad one with a
 :class:`PluginError` naming the plugin, so nothing downstream needs to guess at a registered
 object's shape. Every registered object remembers its :class:`Origin`. Two plugins registering the
 same id of the same kind is a clash: *both* registrations are dropped (neither can take the other's
@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from rlcompare.errors import InvalidWorkloadError, PluginError
+from rlcompare.errors import InvalidStudyError, InvalidWorkloadError, PluginError
 from rlcompare.execution.backend import Backend, check_backend_class
 from rlcompare.harness.contract import Adapter, check_adapter_class
 from rlcompare.harness.protocol import UNKNOWN_ORIGIN, Origin
@@ -27,6 +27,8 @@ from rlcompare.scoring.criteria import Criterion
 from rlcompare.spec.builtin_families import builtin_families
 from rlcompare.spec.families import AlgorithmFamily, Families, check_family_for_plugin
 from rlcompare.spec.workload import Suite, Workload, workload_from_dict
+from rlcompare.studies.loading import study_from_dict
+from rlcompare.studies.model import Study
 
 Registered = TypeVar("Registered")
 
@@ -43,6 +45,7 @@ class Register:
     frameworks: dict[str, FrameworkEntry] = field(default_factory=dict)
     report_formats: dict[str, ReportFormat] = field(default_factory=dict)
     backends: dict[str, type[Backend]] = field(default_factory=dict)
+    studies: dict[str, Study] = field(default_factory=dict)
     origins: dict[tuple[str, str], Origin] = field(default_factory=dict)
     clashes: dict[tuple[str, str], list[Origin]] = field(default_factory=dict)
     errors: list[PluginError] = field(default_factory=list)
@@ -137,3 +140,14 @@ class Register:
         """A subclass of :class:`rlcompare.execution.backend.Backend`."""
         check_backend_class(backend_class)
         self._add("backend", self.backends, backend_class.name, backend_class)
+
+    def add_study(self, study: Study | Mapping[str, Any]) -> None:
+        """A :class:`rlcompare.studies.model.Study`, or a plain table of one, validated here."""
+        if isinstance(study, Study):
+            validated = study
+        else:
+            try:
+                validated = study_from_dict(study, f"study from plugin {self.current}")
+            except InvalidStudyError as error:
+                raise PluginError(self.current.plugin, str(error)) from None
+        self._add("study", self.studies, validated.id, validated)

@@ -208,8 +208,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         }, indent=2))
     else:
         print("\n".join(summary_lines(reports, checks)))
+    return exit_status(checks, args.strict)
+
+
+def exit_status(checks: Sequence[Check], strict: bool) -> int:
+    """1 when an excerpt was not found (or, ``strict``, a repository has no local clone), else 0."""
     failed = any(check.status in NOT_FOUND for check in checks)
-    if args.strict:
+    if strict:
         failed = failed or any(check.status == "no-clone" for check in checks)
     return 1 if failed else 0
 

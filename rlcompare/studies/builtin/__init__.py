@@ -1,0 +1,1 @@
+"""The built-in studies (package data: one TOML file per study)."""

@@ -1,0 +1,65 @@
+"""A study's verdicts as Markdown and JSON: the publication and what it states about itself, then
+per arm one row per claim: published, measured (95% interval over our seeds), verdict and why."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from rlcompare.reporting.escape import markdown
+from rlcompare.studies.model import Study
+from rlcompare.studies.verdicts import STATUSES, Verdict
+
+
+def verdicts_json(study: Study, verdicts: Sequence[Verdict], store: str) -> dict[str, Any]:
+    return {
+        "study": study.id, "title": study.title, "store": store,
+        "publication": study.publication.model_dump(mode="json"),
+        "cells": [cell.model_dump(mode="json") for cell in study.cells],
+        "counts": dict(Counter(verdict.status for verdict in verdicts)),
+        "verdicts": [asdict(verdict) for verdict in verdicts],
+    }
+
+
+def verdicts_markdown(study: Study, verdicts: Sequence[Verdict], store: str) -> str:
+    publication = study.publication
+    counts = Counter(verdict.status for verdict in verdicts)
+    lines = [
+        f"# Study {markdown(study.id)}: {markdown(study.title)}", "",
+        markdown(study.description), "",
+        f"Published: {markdown(publication.title)}. Hardware stated: {markdown(publication.hardware)}. "
+        f"Versions stated: {markdown(publication.versions)}. Statistic: {markdown(publication.statistic)}.", "",
+    ]
+    if publication.notes:
+        lines += [markdown(publication.notes), ""]
+    lines += ["Sources:", ""]
+    lines += [f"- {markdown(evidence.describe())}" for evidence in publication.evidence]
+    lines += ["", f"Measured in `{markdown(store)}`, {study.seeds} seeds per cell. Verdicts: "
+              + ", ".join(f"{counts.get(status, 0)} {status}" for status in STATUSES) + ".", "",
+              "Same-unit figures are compared directly (published mean +- 1.96 std/sqrt(n) against the 95% "
+              "bootstrap interval of our mean); seconds from other hardware only as ratios between "
+              "frameworks. Overlapping intervals: consistent.", ""]
+    for arm in study.arms:
+        mine = [verdict for verdict in verdicts if verdict.arm == arm]
+        lines += [f"## {arm.capitalize()} arm", ""]
+        if not mine:
+            lines += ["No claim judged in this arm.", ""]
+            continue
+        lines += ["| cell | metric | claim | published | measured | verdict | why |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
+        lines += ["| " + " | ".join(markdown(part) for part in (
+            verdict.cell, verdict.metric, verdict.claim, verdict.published, verdict.measured or "-",
+            verdict.status, verdict.reason)) + " |" for verdict in mine]
+        lines.append("")
+    notes = [(cell.id, cell.note) for cell in study.cells if cell.note]
+    if notes:
+        lines += ["## Cells that depart from the publication", ""]
+        lines += [f"- {markdown(cell)}: {markdown(note)}" for cell, note in notes]
+        lines.append("")
+    rows = ["## Published rows and their sources", ""]
+    for row in study.published:
+        sources = "; ".join(evidence.describe() for evidence in row.evidence)
+        rows.append(f"- {markdown(row.label)} ({markdown(row.cell)}, {row.metric}): {markdown(sources)}")
+    return "\n".join(lines + rows) + "\n"

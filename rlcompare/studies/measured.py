@@ -1,0 +1,63 @@
+"""What a store measured for a study: per (arm, cell, adapter, metric), each seed's value as the
+criterion of that name computes it (the figures `score` and `report` show), or why there is none."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from rlcompare.harness.measurement_cache import MeasurementCache
+from rlcompare.scoring.criteria import CriterionResult, ScoringCatalogue, ScoringData
+from rlcompare.scoring.engine import split_stale_runs
+from rlcompare.studies.model import ARMS, Study
+from rlcompare.studies.verdicts import Measured
+
+if TYPE_CHECKING:
+    from rlcompare.store.sqlite_store import Store
+
+
+def _missing_reason(result: CriterionResult, adapter: str, workload_id: str) -> str | None:
+    missing = result.missing
+    rows = missing[(missing["adapter"] == adapter) & (missing["workload_id"] == workload_id)]
+    return None if rows.empty else str(rows["reason"].iloc[0])
+
+
+def measured_from_store(study: Study, store: Store, catalogue: ScoringCatalogue) -> dict[tuple[str, str, str, str], Measured]:
+    """Our figures for every published row of ``study`` in each of its arms."""
+    current, stale = split_stale_runs(store.runs_frame())
+    kept = set(current["run_id"])
+
+    def curves():  # noqa: ANN202 - a pandas frame, loaded once on demand
+        frame = store.curves_frame()
+        return frame[frame["run_id"].isin(kept)]
+
+    data = ScoringData(current, curves=curves, catalogue=catalogue, cache=MeasurementCache(None), stale_runs=stale)
+    results: dict[str, CriterionResult | str] = {}
+    for metric in sorted({row.metric for row in study.published}):
+        criterion = catalogue.criteria.get(metric)
+        results[metric] = (f"criterion {metric!r} is not installed" if criterion is None
+                           else criterion.compute(data))
+    table: dict[tuple[str, str, str, str], Measured] = {}
+    for arm in (arm for arm in ARMS if arm in study.arms):
+        for row in study.published:
+            if row.adapter is None:
+                continue
+            workload_id = study.workload_id(row.cell, arm)
+            result = results[row.metric]
+            if isinstance(result, str):
+                table[(arm, row.cell, row.adapter, row.metric)] = Measured(missing=result)
+                continue
+            values = result.values
+            mine = values[(values["adapter"] == row.adapter) & (values["workload_id"] == workload_id)]
+            numbers = tuple(float(value) for value in mine.sort_values("seed")["value"])
+            reason = _missing_reason(result, row.adapter, workload_id)
+            never = sum(1 for value in numbers if math.isinf(value))
+            if never:
+                reason = (f"{never} of {len(numbers)} seeds never reached the threshold within the budget "
+                          "(their time is unknown)")
+            elif not numbers and reason is None:
+                runs = current[(current["adapter"] == row.adapter) & (current["workload_id"] == workload_id)]
+                reason = ("not run" if runs.empty
+                          else "no finished run: " + ", ".join(sorted(set(runs["status"].astype(str)))))
+            table[(arm, row.cell, row.adapter, row.metric)] = Measured(numbers if reason is None else (), reason)
+    return table

@@ -1,0 +1,290 @@
+"""Studies: a published table as data, the verdict per claim, and `rlcompare study` end to end on a
+stand-in table from an outside plugin (tests/plugins/study_standin) measured by the fake adapter."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rlcompare.cli.main import main
+from rlcompare.errors import InvalidStudyError
+from rlcompare.plugins.manager import build_plugin_manager
+from rlcompare.studies.loading import builtin_studies, study_from_dict
+from rlcompare.studies.model import Study
+from rlcompare.studies.verdicts import Measured, judge, mean_interval, published_interval, ratio_interval
+from tests.conftest import GOOD_PLUGINS, ROOT
+
+STANDIN = ROOT / "tests" / "plugins" / "study_standin"
+EVIDENCE = [{"url": "https://example.org/t", "accessed": "2026-12-01", "excerpt": "table"}]
+
+
+def _study(**changes: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": "t", "title": "T", "seeds": 3, "arms": ["canonical"],
+        "publication": {"title": "P", "hardware": "unknown", "versions": "unknown", "statistic": "mean +- std",
+                        "evidence": EVIDENCE},
+        "cells": [{"id": "c", "env": "CartPole-v1", "algorithm": "PPO", "env_steps": 1000, "success_threshold": 195.0}],
+        "published": [
+            {"cell": "c", "framework": "a", "adapter": "a", "label": "A", "metric": "final_return", "mean": 100.0,
+             "std": 10.0, "n": 5, "evidence": EVIDENCE},
+        ],
+    }
+    data.update(changes)
+    return data
+
+
+def _row(framework: str, metric: str, mean: float, std: float | None = None, n: int | None = 5,
+         adapter: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {"cell": "c", "framework": framework, "adapter": adapter or framework, "label": framework.upper(),
+            "metric": metric, "mean": mean, "std": std, "n": n, "evidence": EVIDENCE, **extra}
+
+
+# -- the study file ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    ({"published": [_row("a", "final_return", 1.0) | {"cell": "nope"}]}, "published.0.cell: no cell 'nope'"),
+    ({"published": [_row("a", "time_to_threshold_seconds", 1.0)]} | {"cells": [
+        {"id": "c", "env": "CartPole-v1", "algorithm": "PPO", "env_steps": 10}]}, "needs the cell's success_threshold"),
+    ({"published": [_row("a", "final_return", 1.0), _row("a", "final_return", 2.0)]}, "a second row for framework 'a'"),
+    ({"published": [_row("a", "mean_reward", 1.0)]}, "field 'published.0.metric'"),
+    ({"published": [_row("a", "final_return", math.nan)]}, "field 'published.0.mean': must be a finite number"),
+    ({"arms": ["canonical", "canonical"]}, "an arm is listed twice"),
+    ({"id": "Bad Id"}, "study id 'Bad Id'"),
+    ({"seeds": 0}, "field 'seeds'"),
+    ({"colour": "red"}, "field 'colour' is not a known setting"),
+    ({"publication": {"title": "P"}}, "'publication.hardware', 'publication.versions'"),
+])
+def test_a_bad_study_is_refused_in_one_line_naming_the_field(change: dict[str, Any], named: str) -> None:
+    with pytest.raises(InvalidStudyError) as caught:
+        study_from_dict(_study(**change), "study.toml")
+    message = str(caught.value)
+    assert message.startswith("study.toml: ") and named in message and "\n" not in message
+
+
+_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**6), st.floats(allow_nan=True),
+                    st.text(max_size=12), st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=4),
+                                                                                               st.integers(), max_size=2))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(path=st.lists(st.sampled_from(["id", "seeds", "arms", "cells", "published", "publication", 0, "cell", "metric",
+                                      "mean", "std", "n", "env_steps", "evidence", "title", "std_over"]),
+                     min_size=1, max_size=3), value=_VALUES)
+def test_any_change_to_a_study_gives_a_study_or_one_line_naming_the_source(path: list[Any], value: Any) -> None:
+    data = _study()
+    target: Any = data
+    for key in path[:-1]:
+        try:
+            target = target[key]
+        except (KeyError, IndexError, TypeError):
+            return
+    try:
+        target[path[-1]] = value
+    except (TypeError, IndexError):
+        return
+    try:
+        study = study_from_dict(copy.deepcopy(data), "fuzzed.toml")
+    except InvalidStudyError as error:
+        assert str(error).startswith("fuzzed.toml: ") and "\n" not in str(error)
+    else:
+        assert isinstance(study, Study)
+
+
+def test_the_builtin_studies_load_and_their_rows_cite_commits() -> None:
+    studies = {study.id: study for study in builtin_studies()}
+    assert "sb3-zoo" in studies
+    zoo = studies["sb3-zoo"]
+    assert len(zoo.published) == 7 and zoo.seeds == 3
+    for row in zoo.published:
+        [evidence] = row.evidence
+        assert evidence.repo == "DLR-RM/rl-baselines3-zoo" and evidence.path == "benchmark.md"
+        assert f"{row.mean:.3f}" in evidence.excerpt  # the row's figure is the one its excerpt shows
+        assert row.n == 1 and row.std_over == "episodes"
+
+
+# -- verdicts ----------------------------------------------------------------------------------------
+
+
+def _judge(rows: list[dict[str, Any]], measured: dict[str, Measured]) -> list[Any]:
+    study = study_from_dict(_study(published=rows), "t")
+    table = {("canonical", "c", adapter, row["metric"]): value
+             for adapter, value in measured.items() for row in rows if row["adapter"] == adapter}
+    return judge(study, table)
+
+
+def test_a_return_inside_our_interval_is_consistent_and_one_outside_says_which_side() -> None:
+    near, = _judge([_row("a", "final_return", 101.0, std=2.0, n=5)], {"a": Measured((98.0, 100.0, 103.0, 99.0))})
+    assert near.status == "consistent"
+    far, = _judge([_row("a", "final_return", 150.0, std=2.0, n=5)], {"a": Measured((98.0, 100.0, 103.0, 99.0))})
+    assert far.status == "not consistent" and far.reason.startswith("measured lower by")
+
+
+def test_a_single_published_run_is_compared_with_the_range_of_our_seeds() -> None:
+    """One published run is one draw: 500 lies within seeds reaching 480 to 500 even though the
+    interval of their mean may not reach it; a run above every seed is not consistent."""
+    row = _row("a", "final_return", 500.0, std=0.0, n=1, std_over="episodes", episodes=300)
+    inside, = _judge([row], {"a": Measured((480.0, 490.0, 500.0))})
+    assert inside.status == "consistent" and "range of our seeds" in inside.reason
+    above, = _judge([row], {"a": Measured((400.0, 420.0, 450.0))})
+    assert above.status == "not consistent"
+
+
+def test_missing_figures_are_not_comparable_with_the_reason() -> None:
+    rows = [_row("a", "final_return", 1.0), _row("b", "final_return", 1.0), _row("c", "final_return", 1.0),
+            _row("d", "final_return", 1.0)]
+    verdicts = _judge(rows, {"a": Measured(missing="refused: cannot run it faithfully"), "b": Measured((1.0,)),
+                             "c": Measured(missing="2 of 3 seeds never reached the threshold within the budget")})
+    assert [v.status for v in verdicts] == ["not comparable"] * 4
+    assert [v.reason for v in verdicts] == [
+        "a: refused: cannot run it faithfully", "b: 1 seed measured, 2 needed for an interval",
+        "c: 2 of 3 seeds never reached the threshold within the budget", "d was not run on this cell"]
+
+
+def test_seconds_are_compared_only_as_ratios_and_a_reversed_order_is_said() -> None:
+    """Published: A took 3x as long as B. Here A is faster: the order is reversed. A lone row of
+    seconds cannot be compared with other hardware at all."""
+    rows = [_row("a", "time_to_threshold_seconds", 30.0, std=1.0), _row("b", "time_to_threshold_seconds", 10.0, std=1.0)]
+    reversed_, = _judge(rows, {"a": Measured((5.0, 5.5, 4.8)), "b": Measured((9.0, 10.0, 11.0))})
+    assert reversed_.claim.startswith("A / B: 3") and reversed_.status == "not consistent"
+    assert "order is reversed: A is faster here" in reversed_.reason
+    same, = _judge(rows, {"a": Measured((60.0, 62.0, 58.0)), "b": Measured((20.0, 21.0, 19.0))})
+    assert same.status == "consistent"  # twice as slow hardware, the same ratio
+    alone, = _judge(rows[:1], {"a": Measured((5.0, 6.0))})
+    assert alone.status == "not comparable" and "only as ratios" in alone.reason
+
+
+@settings(max_examples=60, deadline=None)
+@given(a=st.lists(st.floats(1.0, 100.0), min_size=2, max_size=6), b=st.lists(st.floats(1.0, 100.0), min_size=2, max_size=6),
+       pa=st.floats(1.0, 100.0), pb=st.floats(1.0, 100.0))
+def test_a_ratio_verdict_does_not_depend_on_which_framework_comes_first(a: list[float], b: list[float], pa: float,
+                                                                          pb: float) -> None:
+    forward, = _judge([_row("a", "time_to_threshold_seconds", pa), _row("b", "time_to_threshold_seconds", pb)],
+                      {"a": Measured(tuple(a)), "b": Measured(tuple(b))})
+    backward, = _judge([_row("b", "time_to_threshold_seconds", pb), _row("a", "time_to_threshold_seconds", pa)],
+                       {"a": Measured(tuple(a)), "b": Measured(tuple(b))})
+    ours = ratio_interval(a, b, np.random.default_rng(0))  # the draws judge makes for this one pair
+    if not any(math.isclose(pa / pb, end, rel_tol=1e-9) for end in (ours.low, ours.high)):  # float ties aside
+        assert forward.status == backward.status
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.lists(st.floats(-1e3, 1e3), min_size=2, max_size=8))
+def test_our_own_mean_is_always_consistent_with_itself(values: list[float]) -> None:
+    mean = float(np.mean(values))
+    verdict, = _judge([_row("a", "final_return", mean, std=None)], {"a": Measured(tuple(values))})
+    interval = mean_interval(values, np.random.default_rng(0))
+    assert interval.low <= mean + 1e-9 and interval.high >= mean - 1e-9
+    assert verdict.status == "consistent"
+
+
+def test_the_published_interval_uses_the_episodes_or_the_seeds_its_deviation_is_over() -> None:
+    study = study_from_dict(_study(published=[
+        _row("a", "final_return", 0.0, std=10.0, n=4),
+        _row("b", "final_return", 0.0, std=10.0, n=1, std_over="episodes", episodes=100)]), "t")
+    over_seeds, over_episodes = (published_interval(row) for row in study.published)
+    assert over_seeds.high == pytest.approx(1.959964 * 10 / 2, rel=1e-5)
+    assert over_episodes.high == pytest.approx(1.959964 * 10 / 10, rel=1e-5)
+
+
+# -- the command line ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def standin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stand-in study's plugin and the fake adapter's, as outside packages on the path (for this
+    process and the run workers it starts)."""
+    import os
+
+    paths = [str(STANDIN), str(GOOD_PLUGINS)]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([*paths, os.environ.get("PYTHONPATH", "")]))
+    for path in paths:
+        monkeypatch.syspath_prepend(path)
+    monkeypatch.delenv("RLCOMPARE_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+
+
+def test_a_study_runs_and_its_report_judges_every_claim(standin: None, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    assert "standin" in build_plugin_manager().studies
+    store, out = tmp_path / "s.db", tmp_path / "report"
+    assert main(["study", "plan", "standin", "--json"]) == 0
+    planned = json.loads(capsys.readouterr().out)
+    assert [run["run_id"] for run in planned["runs"]] == ["standin--cart__fake__s0", "standin--cart__fake__s1"]
+    assert planned["refused"] == [{"workload": "standin--cart", "adapter": "ghost",
+                                   "reason": "adapter 'ghost' is not installed"}]
+    assert main(["study", "run", "standin", "--store", str(store), "--jobs", "2"]) == 0
+    capsys.readouterr()
+    assert main(["study", "report", "standin", "--store", str(store), "--out", str(out), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    verdicts = {(v["claim"].split(":")[0]): v for v in document["verdicts"]}
+    assert set(verdicts) == {"Fake far", "Fake loose", "Ghost PPO", "Elsewhere PPO / Fake PPO"}
+    assert verdicts["Fake far"]["status"] == "not consistent" and "measured lower" in verdicts["Fake far"]["reason"]
+    assert verdicts["Fake loose"]["status"] == "consistent"
+    assert verdicts["Ghost PPO"]["reason"] == "ghost: refused before running: adapter 'ghost' is not installed"
+    assert verdicts["Elsewhere PPO / Fake PPO"]["reason"].startswith("no adapter runs elsewhere here")
+    assert document["counts"] == {"not consistent": 1, "consistent": 1, "not comparable": 2}
+    text = (out / "verdicts.md").read_text(encoding="utf-8")
+    assert "| cart | final\\_return | Fake far: 10,000 return |" in text and "https://example.org/standin-table" in text
+    assert (out / "index.html").exists() or any(out.glob("*.html"))  # the store's own report beside it
+
+
+def test_bad_study_input_is_one_line_and_exit_2(standin: None, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["study", "plan", "standn"]) == 2
+    assert "unknown study 'standn'; did you mean 'standin'?" in capsys.readouterr().err
+    assert main(["study", "plan", "standin", "--adapters", "sb3"]) == 2
+    assert "names no row of adapter 'sb3'" in capsys.readouterr().err
+    missing = tmp_path / "none.db"
+    assert main(["study", "report", "standin", "--store", str(missing), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and not missing.exists() and not (tmp_path / "r").exists()
+
+
+def test_the_evidence_checker_finds_each_excerpt_at_its_commit_or_names_the_row(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A local clone with one file at one commit: an excerpt that is in it (whitespace collapsed)
+    is verified; one that is not names the study and its row; exit status 1."""
+    import subprocess
+
+    from rlcompare.studies.evidence import main as check_main
+
+    clone = tmp_path / "mirrors" / "someone+table"
+    clone.mkdir(parents=True)
+    git = ["git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (clone / "table.md").write_text("| a | 100.0 |\n| b |    7.5 |\n", encoding="utf-8")
+    subprocess.run([*git, "add", "table.md"], check=True)
+    subprocess.run([*git, "commit", "-qm", "table"], check=True)
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+
+    def evidence(excerpt: str) -> list[dict[str, str]]:
+        return [{"repo": "someone/table", "commit": commit, "path": "table.md", "excerpt": excerpt}]
+
+    import tomli_w
+
+    good = _study(published=[_row("a", "final_return", 100.0) | {"evidence": evidence("| a | 100.0 |")},
+                             _row("b", "final_return", 7.5) | {"evidence": evidence("| b | 7.5 |")}])
+    path = tmp_path / "t.toml"
+    path.write_bytes(tomli_w.dumps(_strip_none(good)).encode())
+    assert check_main(["--mirrors", str(tmp_path / "mirrors"), str(path)]) == 0
+    bad = _study(published=[_row("b", "final_return", 8.5) | {"evidence": evidence("| b | 8.5 |")}])
+    path.write_bytes(tomli_w.dumps(_strip_none(bad)).encode())
+    capsys.readouterr()
+    assert check_main(["--mirrors", str(tmp_path / "mirrors"), str(path)]) == 1
+    assert "t.published.0 (B): excerpt-not-found" in capsys.readouterr().out
+
+
+def _strip_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _strip_none(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_strip_none(item) for item in value]
+    return value
