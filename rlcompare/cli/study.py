@@ -17,18 +17,15 @@ from typing import Any
 
 from rlcompare.cli import report
 from rlcompare.cli.execute import add_run_options, execute
-from rlcompare.cli.options import name_list, positive_int
+from rlcompare.cli.options import name_list, positive_int, resolve_profile
 from rlcompare.cli.progress import note
-from rlcompare.errors import IncompatibleError, InvalidWorkloadError, UsageError
+from rlcompare.errors import IncompatibleError, InvalidWorkloadError, UnknownNameError, UsageError
 from rlcompare.plan.matrix import Plan, RefusedPair, build_plan
 from rlcompare.plugins.manager import Plugins, build_plugin_manager
 from rlcompare.reporting.escape import terminal
 from rlcompare.spec.workload import workload_from_dict
-from rlcompare.store.sqlite_store import Store
-from rlcompare.studies.document import verdicts_json, verdicts_markdown
-from rlcompare.studies.measured import measured_from_store
+from rlcompare.studies.loading import read_study_file
 from rlcompare.studies.model import Study
-from rlcompare.studies.verdicts import STATUSES, judge
 
 #: Why the native arm plans no run yet.
 NATIVE_NOT_OFFERED = ("the native arm needs each adapter's own recommended settings for this environment and "
@@ -63,6 +60,9 @@ def add_commands(subparsers: Any) -> None:
 
 
 def _study(plugins: Plugins, name: str) -> Study:
+    """A registered study, or a study file (a path ending in .toml)."""
+    if name.endswith(".toml"):
+        return read_study_file(Path(name))
     return plugins.study(name)
 
 
@@ -99,7 +99,9 @@ def study_plan(plugins: Plugins, study: Study, adapters: list[str] | None = None
                 unrunnable.append(f"cell {cell.id} ({arm} arm): {error}")
                 continue
             for adapter in cell_adapters:
-                framework = next(row.framework for row in study.published if row.adapter == adapter)
+                framework = (plugins.adapters[adapter].framework if adapter in plugins.adapters else
+                             next(row.framework for row in study.published
+                                  if row.adapter == adapter and row.cell == cell.id))
                 if arm == "native":
                     plan.refused.append(RefusedPair(workload, adapter, framework, NATIVE_NOT_OFFERED))
                 elif adapter not in plugins.adapters:
@@ -110,6 +112,9 @@ def study_plan(plugins: Plugins, study: Study, adapters: list[str] | None = None
                         part = build_plan(catalogue, [workload], [adapter], seeds)
                     except IncompatibleError as error:
                         plan.refused.append(RefusedPair(workload, adapter, framework, str(error)))
+                        continue
+                    except (UnknownNameError, InvalidWorkloadError) as error:  # e.g. an environment not installed
+                        unrunnable.append(f"cell {cell.id} ({arm} arm) with {adapter}: {error}")
                         continue
                     plan.runs.extend(part.runs)
                     plan.refused.extend(part.refused)
@@ -163,15 +168,26 @@ def _run(plugins: Plugins, args: argparse.Namespace) -> int:
 
 
 def _report(plugins: Plugins, args: argparse.Namespace) -> int:
+    from rlcompare.store.sqlite_store import Store
+    from rlcompare.studies.document import verdicts_json, verdicts_markdown
+    from rlcompare.studies.measured import measured_from_store
+    from rlcompare.studies.verdicts import STATUSES, judge
+
     study = _study(plugins, args.name)
     if args.store == "study-NAME.db":
         args.store = default_store(study.id)
     out = Path(args.out or Path("reports") / "studies" / study.id)
+    # every input first: nothing is written when one is bad
     report.check_output_folder(str(out), "--out")
+    resolve_profile(args, plugins.criteria)
+    args.format = list(report.DEFAULT_FORMATS)
+    report.resolve_formats(args.format, plugins.report_formats)
+    plan = study_plan(plugins, study)
+    unplanned = {(refused.workload.id, refused.adapter_id): refused.reason for refused in plan.refused}
     with Store(args.store) as store:
         store.check_readable()
-        measured = measured_from_store(study, store, plugins.scoring_catalogue())
-    verdicts = judge(study, measured, seed=args.seed or 0)
+        measured = measured_from_store(study, store, plugins.scoring_catalogue(), unplanned, plan.unrunnable)
+    verdicts = judge(study, measured, seed=args.seed or 0, reps=args.reps)
     out.mkdir(parents=True, exist_ok=True)
     document = verdicts_json(study, verdicts, args.store)
     (out / "verdicts.json").write_text(json.dumps(document, indent=2, sort_keys=True) + "\n", encoding="utf-8")
@@ -186,7 +202,7 @@ def _report(plugins: Plugins, args: argparse.Namespace) -> int:
         print(", ".join(f"{n} {status}" for status, n in counts.items()), file=sys.stderr)
         print(terminal(out / "verdicts.md"))
     # the store's own report beside the verdicts (the same machinery as `rlcompare report`)
-    args.out, args.format, args.summary = str(out), list(report.DEFAULT_FORMATS), False
+    args.out, args.summary = str(out), False
     with _quiet_stdout(args.json):
         report.cmd_report(args)
     return 0

@@ -36,11 +36,14 @@ def verdicts_markdown(study: Study, verdicts: Sequence[Verdict], store: str) -> 
         lines += [markdown(publication.notes), ""]
     lines += ["Sources:", ""]
     lines += [f"- {markdown(evidence.describe())}" for evidence in publication.evidence]
-    lines += ["", f"Measured in `{markdown(store)}`, {study.seeds} seeds per cell. Verdicts: "
+    lines += ["", f"Measured in {markdown(store)}, {study.seeds} seeds per cell. Verdicts: "
               + ", ".join(f"{counts.get(status, 0)} {status}" for status in STATUSES) + ".", "",
-              "Same-unit figures are compared directly (published mean +- 1.96 std/sqrt(n) against the 95% "
-              "bootstrap interval of our mean); seconds from other hardware only as ratios between "
-              "frameworks. Overlapping intervals: consistent.", ""]
+              "How a claim is judged (docs/studies.md): a figure in the same unit here as there against the t "
+              "interval of our mean, or, against a single published run, against where one more of our runs "
+              "would land (the prediction interval); the published side is the t interval its statistic allows "
+              "(over its seeds, or over the evaluation episodes of its one agent). Seconds from other hardware "
+              "only as ratios between frameworks (bootstrap interval of the ratio of our means). Overlapping "
+              "intervals: consistent, which means not contradicted at this number of seeds.", ""]
     for arm in study.arms:
         mine = [verdict for verdict in verdicts if verdict.arm == arm]
         lines += [f"## {arm.capitalize()} arm", ""]

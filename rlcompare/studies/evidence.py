@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from rlcompare.errors import RLCompareError
 from rlcompare.registry.evidence import NOT_FOUND, Check, Mirrors, check_evidence, exit_status
 from rlcompare.studies.loading import builtin_studies, read_study_file
 from rlcompare.studies.model import Study
@@ -35,7 +36,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--strict", action="store_true", help="also fail when a repository has no local clone")
     parser.add_argument("files", nargs="*", type=Path, help="study files (default: every built-in study)")
     args = parser.parse_args(argv)
-    studies = [read_study_file(path) for path in args.files] if args.files else list(builtin_studies())
+    if not args.mirrors.is_dir():
+        print(f"rlcompare: error: --mirrors {args.mirrors} is not a folder", file=sys.stderr)
+        return 2
+    try:
+        studies = [read_study_file(path) for path in args.files] if args.files else list(builtin_studies())
+    except RLCompareError as error:
+        print(f"rlcompare: error: {error}", file=sys.stderr)
+        return 2
     checks = check_studies(studies, Mirrors(args.mirrors))
     counts: dict[str, int] = {}
     for check in checks:

@@ -4,6 +4,7 @@ criterion of that name computes it (the figures `score` and `report` show), or w
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from rlcompare.harness.measurement_cache import MeasurementCache
@@ -22,8 +23,12 @@ def _missing_reason(result: CriterionResult, adapter: str, workload_id: str) -> 
     return None if rows.empty else str(rows["reason"].iloc[0])
 
 
-def measured_from_store(study: Study, store: Store, catalogue: ScoringCatalogue) -> dict[tuple[str, str, str, str], Measured]:
-    """Our figures for every published row of ``study`` in each of its arms."""
+def measured_from_store(study: Study, store: Store, catalogue: ScoringCatalogue,
+                        unplanned: Mapping[tuple[str, str], str] | None = None,
+                        unrunnable: Sequence[str] = ()) -> dict[tuple[str, str, str, str], Measured]:
+    """Our figures for every published row of ``study`` in each of its arms. ``unplanned``: why a
+    (workload id, adapter) pair is not planned now, and ``unrunnable``: the cells that cannot be
+    planned at all (``rlcompare.cli.study.study_plan``), said for rows the store has no run of."""
     current, stale = split_stale_runs(store.runs_frame())
     kept = set(current["run_id"])
 
@@ -57,7 +62,14 @@ def measured_from_store(study: Study, store: Store, catalogue: ScoringCatalogue)
                           "(their time is unknown)")
             elif not numbers and reason is None:
                 runs = current[(current["adapter"] == row.adapter) & (current["workload_id"] == workload_id)]
-                reason = ("not run" if runs.empty
-                          else "no finished run: " + ", ".join(sorted(set(runs["status"].astype(str)))))
+                cannot = [line for line in unrunnable if line.startswith(f"cell {row.cell} ({arm} arm)")]
+                if not runs.empty:
+                    reason = "no finished run: " + ", ".join(sorted(set(runs["status"].astype(str))))
+                elif (workload_id, row.adapter) in (unplanned or {}):
+                    reason = f"not planned: {(unplanned or {})[(workload_id, row.adapter)]}"
+                elif cannot:
+                    reason = f"cannot be planned: {cannot[0]}"
+                else:
+                    reason = "not run"
             table[(arm, row.cell, row.adapter, row.metric)] = Measured(numbers if reason is None else (), reason)
     return table

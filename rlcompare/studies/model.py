@@ -90,7 +90,7 @@ class PublishedRow(_Strict):
     """One framework's published figure for one cell and metric, with its statistic and source."""
 
     cell: str
-    #: The framework's registry id (``rlcompare frameworks``).
+    #: The framework as the source names it, its registry id where it has one (``rlcompare frameworks``).
     framework: str = Field(min_length=1, max_length=64)
     #: The adapter that measures it here; None where no adapter runs the framework (not comparable).
     adapter: str | None = Field(None, min_length=1, max_length=64)
@@ -107,7 +107,18 @@ class PublishedRow(_Strict):
     n: int | None = Field(None, ge=1)
     #: How many evaluation episodes the mean is over, where the source says (with ``std_over = "episodes"``).
     episodes: int | None = Field(None, ge=1)
+    #: 0 where the source prints the population deviation of its seeds (divided by n), 1 for the
+    #: sample deviation (divided by n - 1, the usual).
+    std_ddof: Literal[0, 1] = 1
     evidence: list[Evidence] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _statistic(self) -> PublishedRow:
+        if self.std is not None and self.std_over == "episodes" and self.episodes is None:
+            raise ValueError("std_over = 'episodes' needs 'episodes': how many the deviation is over")
+        if self.std is not None and self.std_over == "seeds" and self.n == 1:
+            raise ValueError("a standard deviation over the seeds of one run: with n = 1 give std_over = 'episodes'")
+        return self
 
     _finite = field_validator("mean", "std")(_finite_number)
 
@@ -151,11 +162,14 @@ class Study(_Strict):
                 raise ValueError(f"{where}.cell: no cell {row.cell!r} (cells: {', '.join(cells)})")
             if row.metric != "final_return" and by_id[row.cell].success_threshold is None:
                 raise ValueError(f"{where}.metric: {row.metric} needs the cell's success_threshold")
-            key = (row.cell, row.framework, row.metric)
-            if key in seen:
-                raise ValueError(f"{where}: a second row for framework {row.framework!r}, cell {row.cell!r}, "
-                                 f"metric {row.metric}")
-            seen.add(key)
+            for key in ((row.cell, row.framework, row.metric), (row.cell, f"adapter {row.adapter}", row.metric)):
+                if key[1] == "adapter None":
+                    continue
+                if key in seen:
+                    name = key[1] if key[1].startswith("adapter ") else f"framework {key[1]!r}"
+                    raise ValueError(f"{where}: a second row for {name}, cell {row.cell!r}, metric {row.metric} "
+                                     "(each is measured once)")
+                seen.add(key)
         return self
 
     def cell(self, cell_id: str) -> Cell:
