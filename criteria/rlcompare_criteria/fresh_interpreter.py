@@ -105,10 +105,10 @@ def target(data: ScoringData, adapter_id: str) -> tuple[Target | None, str | Non
 
 
 def measured_in_fresh_interpreter(data: ScoringData, adapter_id: str, kind: str, measure: Callable[..., dict[str, Any]],
-              what: str, keep: Callable[[dict[str, Any]], bool] | None = None) -> tuple[dict[str, Any] | None, str | None]:
+                                  what: str) -> tuple[dict[str, Any] | None, str | None]:
     """``measure(modules, installation=...)`` of what a run imports of the adapter's framework, in a
     fresh interpreter where the adapter runs, cached per modules, distribution version and environment
-    (a value measured now is kept unless it is an error or ``keep`` says no)."""
+    (a value measured now is kept unless it is an error)."""
     found, reason = target(data, adapter_id)
     if found is None:
         return None, reason
@@ -116,5 +116,5 @@ def measured_in_fresh_interpreter(data: ScoringData, adapter_id: str, kind: str,
     result = data.cache.get_or_compute(found.key(kind),
                                        lambda: measure(found.modules, installation=found.installation),
                                        found.description(what),
-                                       keep=lambda value: "error" not in value and (keep is None or keep(value)))
+                                       keep=lambda value: "error" not in value)
     return (None, result["error"]) if "error" in result else (result, None)

@@ -131,6 +131,11 @@ def check_output_file(path: str, option: str) -> None:
 def cmd_report(args: argparse.Namespace) -> int:
     plugins = load_plugins()
     _warn(plugins)
+    return write_store_report(args, plugins)
+
+
+def write_store_report(args: argparse.Namespace, plugins: Plugins) -> int:
+    """``rlcompare report`` with ``plugins`` built already (also `study report`'s store report)."""
     formats = resolve_formats(args.format, plugins.report_formats)  # an unknown format: nothing is read or written
     check_output_folder(args.out, "--out")
     report = _build(args, plugins, tuple(f.id for f in formats))

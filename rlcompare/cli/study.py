@@ -9,6 +9,7 @@ report of the store beside them.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from dataclasses import dataclass, field
@@ -32,8 +33,12 @@ NATIVE_NOT_OFFERED = ("the native arm needs each adapter's own recommended setti
                       "algorithm, which no installed adapter declares yet")
 
 
-def default_store(name: str) -> str:
-    return f"study-{name}.db"
+#: The --store default of `study run` and `study report`, read as study-<the study's id>.db.
+STORE_PLACEHOLDER = "study-NAME.db"
+
+
+def _store(args: argparse.Namespace, study: Study) -> str:
+    return f"study-{study.id}.db" if args.store == STORE_PLACEHOLDER else args.store
 
 
 def add_commands(subparsers: Any) -> None:
@@ -50,11 +55,11 @@ def add_commands(subparsers: Any) -> None:
         command.add_argument("--seeds", type=positive_int, metavar="N", help="seeds per cell (default: the study's)")
         command.add_argument("--json", action="store_true", help="machine-readable output")
         if name == "run":
-            add_run_options(command, store_default="study-NAME.db")
+            add_run_options(command, store_default=STORE_PLACEHOLDER)
     judged = actions.add_parser("report", help="published against measured, a verdict per claim")
     judged.add_argument("name", metavar="NAME", help="a study id (`rlcompare study list`)")
     report._scoring_arguments(judged)
-    judged.set_defaults(store="study-NAME.db")
+    judged.set_defaults(store=STORE_PLACEHOLDER)
     judged.add_argument("--out", metavar="DIR", help="output folder (default reports/studies/NAME)")
     judged.add_argument("--json", action="store_true", help="print the verdicts as JSON")
 
@@ -157,8 +162,7 @@ def _plan(plugins: Plugins, args: argparse.Namespace) -> int:
 
 def _run(plugins: Plugins, args: argparse.Namespace) -> int:
     study = _study(plugins, args.name)
-    if args.store == "study-NAME.db":
-        args.store = default_store(study.id)
+    args.store = _store(args, study)
     plan = study_plan(plugins, study, args.adapters, args.seeds)
     for refused in plan.refused:
         note(f"refused: {refused.workload.id} x {refused.adapter_id}: {refused.reason}")
@@ -174,8 +178,7 @@ def _report(plugins: Plugins, args: argparse.Namespace) -> int:
     from rlcompare.studies.verdicts import STATUSES, judge
 
     study = _study(plugins, args.name)
-    if args.store == "study-NAME.db":
-        args.store = default_store(study.id)
+    args.store = _store(args, study)
     out = Path(args.out or Path("reports") / "studies" / study.id)
     # every input first: nothing is written when one is bad
     report.check_output_folder(str(out), "--out")
@@ -203,25 +206,10 @@ def _report(plugins: Plugins, args: argparse.Namespace) -> int:
         print(terminal(out / "verdicts.md"))
     # the store's own report beside the verdicts (the same machinery as `rlcompare report`)
     args.out, args.summary = str(out), False
-    with _quiet_stdout(args.json):
-        report.cmd_report(args)
+    # stdout carries the JSON alone under --json: the report's paths go to stderr then
+    with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+        report.write_store_report(args, plugins)
     return 0
-
-
-class _quiet_stdout:
-    """Send stdout to stderr while the store's report is written, when stdout carries JSON."""
-
-    def __init__(self, active: bool) -> None:
-        self.active = active
-        self.saved: Any = None
-
-    def __enter__(self) -> None:
-        if self.active:
-            self.saved, sys.stdout = sys.stdout, sys.stderr
-
-    def __exit__(self, *_exc: object) -> None:
-        if self.active:
-            sys.stdout = self.saved
 
 
 def cmd_study(args: argparse.Namespace) -> int:

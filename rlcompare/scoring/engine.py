@@ -250,6 +250,13 @@ def score_store(
     """Score everything in ``store`` with the criteria of ``catalogue``. Runs of an older
     version of a workload (another digest under the same id) are not pooled with the current ones:
     they are listed as stale and left out."""
+    data = store_scoring_data(store, catalogue, cache if cache is not None else MeasurementCache.default())
+    return score(data, catalogue.criteria, profile, options, inputs)
+
+
+def store_scoring_data(store: Store, catalogue: ScoringCatalogue, cache: MeasurementCache) -> ScoringData:
+    """What the criteria of ``catalogue`` receive for ``store``: its current runs (those of an older
+    spec of a workload kept apart as stale) and, loaded on demand, their curves."""
     current, stale = split_stale_runs(store.runs_frame())
     kept = set(current["run_id"])
 
@@ -257,9 +264,7 @@ def score_store(
         frame = store.curves_frame()
         return frame[frame["run_id"].isin(kept)]
 
-    data = ScoringData(current, curves=curves, catalogue=catalogue,
-                       cache=cache if cache is not None else MeasurementCache.default(), stale_runs=stale)
-    return score(data, catalogue.criteria, profile, options, inputs)
+    return ScoringData(current, curves=curves, catalogue=catalogue, cache=cache, stale_runs=stale)
 
 
 def split_stale_runs(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from rlcompare.harness.measurement_cache import MeasurementCache
-from rlcompare.scoring.criteria import CriterionResult, ScoringCatalogue, ScoringData
-from rlcompare.scoring.engine import split_stale_runs
+from rlcompare.scoring.criteria import CriterionResult, ScoringCatalogue
+from rlcompare.scoring.engine import store_scoring_data
 from rlcompare.studies.model import ARMS, Study
 from rlcompare.studies.verdicts import Measured
 
@@ -29,14 +29,8 @@ def measured_from_store(study: Study, store: Store, catalogue: ScoringCatalogue,
     """Our figures for every published row of ``study`` in each of its arms. ``unplanned``: why a
     (workload id, adapter) pair is not planned now, and ``unrunnable``: the cells that cannot be
     planned at all (``rlcompare.cli.study.study_plan``), said for rows the store has no run of."""
-    current, stale = split_stale_runs(store.runs_frame())
-    kept = set(current["run_id"])
-
-    def curves():  # noqa: ANN202 - a pandas frame, loaded once on demand
-        frame = store.curves_frame()
-        return frame[frame["run_id"].isin(kept)]
-
-    data = ScoringData(current, curves=curves, catalogue=catalogue, cache=MeasurementCache(None), stale_runs=stale)
+    data = store_scoring_data(store, catalogue, MeasurementCache(None))
+    current = data.runs
     results: dict[str, CriterionResult | str] = {}
     for metric in sorted({row.metric for row in study.published}):
         criterion = catalogue.criteria.get(metric)
