@@ -97,3 +97,15 @@ def measurement_cache_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
     cache = shared_temp_root(tmp_path_factory) / "rlcompare-cache"
     cache.mkdir(exist_ok=True)
     os.environ["RLCOMPARE_CACHE_DIR"] = str(cache)
+    # Tianshou compiles its numba helpers in every process (8-12 s of a CPU each): once for the run here
+    # (rlcompare_tianshou.cache_compiled_helpers; test_tianshou checks both ways)
+    os.environ["RLCOMPARE_NUMBA_CACHE"] = str(cache / "numba")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules that train with a real framework first, the quick ones after them, each module's tests
+    in their own order. Under ``--dist loadfile`` a worker takes the next module when it is free: with
+    the long modules handed out first, the quick ones fill in at the end, instead of one worker
+    starting a long module while the other has nothing left (the longest-first rule of scheduling)."""
+    slow = {item.path for item in items if item.get_closest_marker("framework") is not None}
+    items.sort(key=lambda item: item.path not in slow)  # stable: collection order within each group

@@ -166,12 +166,14 @@ def test_an_adapter_whose_update_silently_differs_is_caught_with_the_variant(out
     assert added["defaults.value_clipping"]["status"] == "approximate"
     assert added["defaults.value_clipping"]["native_value"] == "clip_range"
     assert added["parity.PPO"]["status"] == "exact"  # explained: the difference is named above
-    # the second time, a lookup: no process is started
+    # the second time, a lookup: no process is started, and no probe is built (which imports torch)
     original = subprocess.run
     subprocess.run = lambda *a, **k: pytest.fail("probed again instead of using the cache")  # type: ignore[assignment]
     try:
-        assert [v.to_dict()["status"] for v in run_requests(requests, MeasurementCache(tmp_path / "parity.json"))] \
-            == [v.status for v in verdicts]
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(PPOReference, "build_probe", lambda *a, **k: pytest.fail("built a probe again"))
+            assert [v.to_dict()["status"] for v in run_requests(requests, MeasurementCache(tmp_path / "parity.json"))] \
+                == [v.status for v in verdicts]
     finally:
         subprocess.run = original  # type: ignore[assignment]
 

@@ -164,10 +164,8 @@ def schedules(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     workloads = [_workload(name) for name in RUNS]
     plan = build_plan(build_plugin_manager(autoload=False).plan_catalogue(), workloads, ["tianshou"])
     store = Store(Path(tmp_path_factory.mktemp("tianshou-schedule")) / "runs.db")
-    with pytest.MonkeyPatch.context() as patch:
-        # numba compiles Tianshou's return estimators afresh in every process; plain Python is ample here
-        patch.setenv("NUMBA_DISABLE_JIT", "1")
-        summary = LocalRunner(store, jobs=1, timeout_seconds=300).run(plan)
+    # Tianshou's numba helpers compiled once for the whole test run (conftest sets RLCOMPARE_NUMBA_CACHE)
+    summary = LocalRunner(store, jobs=1, timeout_seconds=300).run(plan)
     assert [o.status for o in summary.outcomes] == ["ok"] * len(RUNS), [o.record.get("traceback")
                                                                         for o in summary.outcomes]
     runs = store.runs_frame().set_index("run_id")

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+from pathlib import Path
 
 import pytest
+from rlcompare_tianshou import NUMBA_CACHE_ENV
 
 from rlcompare.errors import IncompatibleError
 from rlcompare.execution.runner import LocalRunner
@@ -46,11 +49,8 @@ def tianshou_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
     workloads = [_workload(name, spec) for name, spec in TINY.items()]
     plan = build_plan(build_plugin_manager(autoload=False).plan_catalogue(), workloads, ["tianshou"])
     store = Store(tmp_path_factory.mktemp("tianshou") / "runs.db")
-    with pytest.MonkeyPatch.context() as patch:
-        # Tianshou numba-compiles its return estimators afresh in every process (about 15 s of CPU per
-        # run); the same functions run as plain Python here, ample for these budgets (real runs keep the JIT)
-        patch.setenv("NUMBA_DISABLE_JIT", "1")
-        summary = LocalRunner(store, jobs=2, timeout_seconds=300).run(plan)
+    # Tianshou's numba helpers compiled once for the whole test run (conftest sets RLCOMPARE_NUMBA_CACHE)
+    summary = LocalRunner(store, jobs=2, timeout_seconds=300).run(plan)
     assert [o.status for o in summary.outcomes] == ["ok"] * len(TINY), [
         o.record.get("traceback") for o in summary.outcomes]
     return store
@@ -99,6 +99,24 @@ def test_tianshou_native_config_follows_the_canonical_settings(tianshou_store: S
     assert sac["algorithm"]["alpha"].startswith("AutoAlpha(target_entropy=-dim(A)")
     subproc = json.loads(runs.loc["tiny-ppo-subproc__tianshou__s0"]["native_config_json"])
     assert subproc["venv"] == {"class": "SubprocVectorEnv", "n_envs": 2}
+
+
+def test_tianshou_s_compiled_helpers_are_kept_where_the_run_says(tianshou_store: Store) -> None:
+    folder = os.environ[NUMBA_CACHE_ENV]  # set for the whole test run (conftest)
+    natives = [json.loads(text) for text in tianshou_store.runs_frame()["native_config_json"]]
+    assert {native["numba_cache"] for native in natives} == {folder}
+    kept = {path.name.split("-")[0] for path in Path(folder).rglob("*.nbi")}
+    assert {"manager._prev_index", "manager._next_index", "algorithm_base._gae"} <= kept
+
+
+def test_without_the_variable_tianshou_compiles_as_it_ships() -> None:
+    import subprocess
+
+    code = ("from rlcompare_tianshou import cache_compiled_helpers; print(cache_compiled_helpers()); "
+            "from tianshou.data.buffer import manager; print(type(manager._prev_index._cache).__name__)")
+    environment = {key: value for key, value in os.environ.items() if key != NUMBA_CACHE_ENV}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=environment)
+    assert result.stdout.split() == ["None", "NullCache"]  # numba's default: nothing kept on disk
 
 
 def test_tianshou_subprocess_envs_are_counted_by_the_harness(tianshou_store: Store) -> None:

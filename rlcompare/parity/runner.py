@@ -115,6 +115,7 @@ def run_requests(requests: Iterable[ParityRequest], cache: MeasurementCache,
     requests = list(requests)
     interpreters: dict[str, Interpreter] = {}
     probes: dict[tuple[str, str], ParityProbe] = {}  # one probe per (family, case), whoever asks
+    digests: dict[tuple[str, str], str] = {}
     verdicts: list[ParityVerdict | None] = []
     missing: dict[str, list[tuple[int, ParityRequest, ParityProbe, str]]] = {}
     for index, request in enumerate(requests):
@@ -122,17 +123,18 @@ def run_requests(requests: Iterable[ParityRequest], cache: MeasurementCache,
             interpreters[request.adapter_id] = interpreter_for(request.adapter_class, log)
         interpreter = interpreters[request.adapter_id]
         which = (request.reference.family, request.case.name)
-        if which not in probes:
-            probes[which] = request.reference.build_probe(request.reference.case_workload(request.case))
-        probe = probes[which]
+        if which not in digests:
+            digests[which] = _probe_digest(request, cache, probes)
         key = "|".join(["parity", request.adapter_id, _code_digest(request.adapter_class), request.reference.family,
-                        request.case.name, probe.digest(), _code_digest(type(request.reference)),
+                        request.case.name, digests[which], _code_digest(type(request.reference)),
                         "declared " + ",".join(sorted(request.declared)),
                         interpreter.identity, f"protocol {PARITY_PROTOCOL_VERSION}", rlcompare.__version__])
         found, data = cache.lookup(key)
         verdicts.append(ParityVerdict.from_dict(data) if found else None)
         if not found:
-            missing.setdefault(request.adapter_id, []).append((index, request, probe, key))
+            if which not in probes:
+                probes[which] = request.reference.build_probe(request.reference.case_workload(request.case))
+            missing.setdefault(request.adapter_id, []).append((index, request, probes[which], key))
     for adapter_id, pending in missing.items():
         if log is not None:
             cases = ", ".join(f"{request.reference.family} {request.case.name}" for _, request, _, _ in pending)
@@ -150,6 +152,25 @@ def run_requests(requests: Iterable[ParityRequest], cache: MeasurementCache,
                 verdicts[index] = verdict
     return [verdict for verdict in verdicts if verdict is not None]
 
+
+
+def _probe_digest(request: ParityRequest, cache: MeasurementCache,
+                  probes: dict[tuple[str, str], ParityProbe]) -> str:
+    """The digest of the request's probe, from the cache where it holds one, else of the probe built
+    now (kept in ``probes``). A probe is a function of its case, the code that builds it (the
+    reference's package and the harness's) and the versions of what draws its numbers, so a ``run``
+    whose verdicts are all cached builds none (building one imports torch: seconds per command)."""
+    reference, case = request.reference, request.case
+    key = "|".join(["probe", reference.family, case.name, json.dumps(case.workload, sort_keys=True, default=str),
+                    _code_digest(type(reference)), _code_digest(ParityProbe),
+                    *(f"{name} {_version(name)}" for name in ("numpy", "torch", "gymnasium")), rlcompare.__version__])
+    found, data = cache.lookup(key)
+    if found and isinstance(data, dict) and isinstance(data.get("digest"), str):
+        return data["digest"]
+    probe = probes[(reference.family, case.name)] = reference.build_probe(reference.case_workload(case))
+    digest = probe.digest()
+    cache.keep(key, {"digest": digest})
+    return digest
 
 
 def ask(request: ParityRequest, probe: ParityProbe, interpreter: Interpreter) -> ParityVerdict:

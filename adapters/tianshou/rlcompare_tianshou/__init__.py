@@ -20,6 +20,7 @@ on rlcompare's fixed problems, one module per family (:mod:`rlcompare_tianshou.p
 from __future__ import annotations
 
 import math
+import os
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +60,11 @@ ON_POLICY_OPTIM_EPS = 1e-5
 #: DQN's TD loss: Huber with delta 1 as in the Nature DQN paper and SB3 (Tianshou's default is MSE).
 DQN_HUBER_DELTA = 1.0
 #: Where each family's parity probe is answered (``module:function``).
+#: A folder where Tianshou's numba helpers keep their compiled code between processes (see
+#: :func:`cache_compiled_helpers`); unset, every process compiles them, as Tianshou itself does.
+NUMBA_CACHE_ENV = "RLCOMPARE_NUMBA_CACHE"
+#: The modules whose ``@njit`` helpers Tianshou compiles when a buffer or an algorithm is built.
+NUMBA_MODULES = ("tianshou.data.buffer.manager", "tianshou.algorithm.algorithm_base", "tianshou.data.utils.segtree")
 PARITY_UPDATES = {"PPO": "rlcompare_tianshou.parity:ppo_update", "A2C": "rlcompare_tianshou.parity:a2c_update",
                   "DQN": "rlcompare_tianshou.parity_dqn:dqn_update", "SAC": "rlcompare_tianshou.parity_sac:sac_update"}
 
@@ -451,9 +457,39 @@ class TianshouSetup:
             self.collector.env.close()
 
 
+def cache_compiled_helpers() -> str | None:
+    """Keep the compiled code of Tianshou's numba helpers in the folder ``RLCOMPARE_NUMBA_CACHE`` names,
+    and return it (None when the variable is unset, and nothing changes).
+
+    Tianshou compiles its ``@njit`` helpers (buffer indexing, GAE, n-step returns, the segment tree)
+    in every process that builds a buffer or an algorithm: 8 to 12 s of one CPU here, part of the
+    run's start-up. Numba's own on-disk cache, switched on for those functions, compiles them once and
+    later processes load them in under a second. Off by default, so that start-up measures what a
+    Tianshou user pays; the test suite switches it on, and a run records the folder in its native
+    configuration (``numba_cache``), so a start-up figure says which it is."""
+    folder = os.environ.get(NUMBA_CACHE_ENV)
+    if not folder:
+        return None
+    import importlib
+
+    import numba
+    from numba.core.caching import NullCache
+    from numba.core.dispatcher import Dispatcher
+
+    numba.config.CACHE_DIR = folder  # read when each function's cache is made
+    for name in NUMBA_MODULES:
+        module = importlib.import_module(name)
+        for value in vars(module).values():
+            if (isinstance(value, Dispatcher) and value.py_func.__module__ == name
+                    and isinstance(value._cache, NullCache)):  # not yet switched on in this process
+                value.enable_caching()
+    return folder
+
+
 def build(workload: WorkloadLike, config: dict[str, dict[str, Any]], env_fns: Sequence[Callable[[], Any]],
           seed: int) -> TianshouSetup:
     """Build networks, algorithm, vector env and collector for ``workload`` as ``config`` says."""
+    numba_cache = cache_compiled_helpers()
     import numpy as np
     import torch
     from tianshou.data import Collector, VectorReplayBuffer
@@ -503,6 +539,7 @@ def build(workload: WorkloadLike, config: dict[str, dict[str, Any]], env_fns: Se
         "algorithm": {key: _plain(value) for key, value in algorithm_kwargs.items()},
         "buffer": {"class": "VectorReplayBuffer", "total_size": buffer.maxsize, "buffer_num": n_envs},
         "collector_exploration_noise": exploration_noise,
+        "numba_cache": numba_cache,
     }
     return TianshouSetup(workload, algorithm, collector, trainer_params, prefill, epsilon, native)
 
