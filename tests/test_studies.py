@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -250,6 +251,23 @@ def test_a_study_runs_and_its_report_judges_every_claim(standin: None, tmp_path:
     text = (out / "verdicts.md").read_text(encoding="utf-8")
     assert "| cart | final\\_return | Fake far: 10,000 return |" in text and "https://example.org/standin-table" in text
     assert (out / "index.html").exists() or any(out.glob("*.html"))  # the store's own report beside it
+    # a seed that did not finish is never dropped from a figure: the claims on that cell say why instead
+    with sqlite3.connect(store) as connection:
+        connection.execute("UPDATE runs SET status = 'failed' WHERE run_id = 'standin--cart__fake__s1'")
+    connection.close()
+    assert main(["study", "report", "standin", "--store", str(store), "--out", str(tmp_path / "again"), "--json"]) == 0
+    again = {(v["claim"].split(":")[0]): v for v in json.loads(capsys.readouterr().out)["verdicts"]}
+    for claim in ("Fake far", "Fake loose"):
+        assert again[claim]["status"] == "not comparable"
+        assert again[claim]["reason"] == "fake: 1 of 2 seeds did not finish (seed 1 failed)"
+    with sqlite3.connect(store) as connection:  # and one of the study's seeds that was never run
+        connection.execute("DELETE FROM runs WHERE run_id = 'standin--cart__fake__s1'")
+    connection.close()
+    assert main(["study", "report", "standin", "--store", str(store), "--out", str(tmp_path / "third"), "--json"]) == 0
+    third = {(v["claim"].split(":")[0]): v for v in json.loads(capsys.readouterr().out)["verdicts"]}
+    assert third["Fake loose"]["status"] == "not comparable"
+    assert third["Fake loose"]["reason"] == ("fake: 1 of the study's 2 seeds were run "
+                                             "(`rlcompare study run standin` runs the others)")
 
 
 def test_bad_study_input_is_one_line_and_exit_2(standin: None, tmp_path: Path,
@@ -323,3 +341,35 @@ def test_hostile_labels_keep_the_verdict_table_one_row_per_claim(label: str, not
     assert all(line.endswith("|") for line in table)
     document = json.loads(json.dumps(verdicts_json(study, verdicts, "s.db")))
     assert document["verdicts"][0]["claim"].startswith(label)
+
+
+def test_an_interrupted_study_names_the_study_command_that_resumes_it(standin: None, tmp_path: Path) -> None:
+    """A study's runs are stopped like any matrix's (stored as interrupted); the hint to finish them
+    is the study's own command, with the store it wrote to."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import tomli_w
+    from standin_rlcompare import STUDY, row
+
+    from rlcompare.harness.run_directory import runs_root
+
+    study = {**STUDY, "id": "endless", "published": [row("cart", "Sleepy", "final_return", 1.0, adapter="sleepy",
+                                                         std=1.0, n=5)]}
+    path, store = tmp_path / "my studies" / "endless.toml", tmp_path / "s.db"
+    path.parent.mkdir()
+    path.write_text(tomli_w.dumps(study), encoding="utf-8")
+    driver = subprocess.Popen([sys.executable, "-m", "rlcompare", "study", "run", str(path), "--store", str(store)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    deadline = time.monotonic() + 120
+    while (driver.poll() is None and not any(runs_root(store).glob("*/progress.jsonl"))
+           and time.monotonic() < deadline):
+        time.sleep(0.1)  # a run has started and evaluated: it is in flight
+    driver.send_signal(signal.SIGTERM)
+    _, err = driver.communicate(timeout=120)
+    assert driver.returncode == 143, err
+    [line] = [line for line in err.splitlines() if line.startswith("rlcompare: stopped")]
+    assert line.endswith(f"`rlcompare study run '{path}' --store {store} --resume` runs what is missing")

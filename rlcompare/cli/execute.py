@@ -62,10 +62,11 @@ def add_run_options(command: argparse.ArgumentParser, store_default: str = DEFAU
                               "not fit the main one; see `rlcompare env`)")
 
 
-def execute(args: argparse.Namespace, plugins: Plugins, plan: Plan) -> int:
+def execute(args: argparse.Namespace, plugins: Plugins, plan: Plan, resume_with: str = "rlcompare run ... --resume") -> int:
     """Run ``plan`` as the options of :func:`add_run_options` say (inputs already validated): the
     store, then the adapter environments and parity probes, then the matrix with its progress and
-    the development measurements; what happened is said on stderr. The exit status of `run`."""
+    the development measurements; what happened is said on stderr, ``resume_with`` the command that
+    finishes an interrupted matrix. The exit status of the command."""
     import signal
 
     backend_class = plugins.backend(args.backend)
@@ -115,12 +116,12 @@ def execute(args: argparse.Namespace, plugins: Plugins, plan: Plan) -> int:
     if summary.interrupted_by is not None:
         name = signal.Signals(summary.interrupted_by).name
         print(f"rlcompare: stopped by {name}; runs in flight are stored as interrupted with their evaluation "
-              f"points; `rlcompare run ... --resume` runs what is missing", file=sys.stderr)
+              f"points; `{resume_with}` runs what is missing", file=sys.stderr)
         return 128 + summary.interrupted_by
     if summary.unstored:
         run_id, directory, error = summary.unstored[0]
         print(f"rlcompare: error: {len(summary.unstored)} finished runs could not be stored ({error}); their "
-              f"results are kept in {Path(directory).parent}; run again with --resume to store them",
+              f"results are kept in {Path(directory).parent}; `{resume_with}` stores them",
               file=sys.stderr)
         return 1
     return 0 if summary.all_ok else 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -168,7 +169,8 @@ def _run(plugins: Plugins, args: argparse.Namespace) -> int:
         note(f"refused: {refused.workload.id} x {refused.adapter_id}: {refused.reason}")
     for line in plan.unrunnable:
         note(f"cannot be planned: {line}")
-    return execute(args, plugins, Plan(plan.runs, plan.refused))
+    return execute(args, plugins, Plan(plan.runs, plan.refused),
+                   resume_with=f"rlcompare study run {shlex.quote(args.name)} --store {shlex.quote(args.store)} --resume")
 
 
 def _report(plugins: Plugins, args: argparse.Namespace) -> int:

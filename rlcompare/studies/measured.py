@@ -50,12 +50,21 @@ def measured_from_store(study: Study, store: Store, catalogue: ScoringCatalogue,
             mine = values[(values["adapter"] == row.adapter) & (values["workload_id"] == workload_id)]
             numbers = tuple(float(value) for value in mine.sort_values("seed")["value"])
             reason = _missing_reason(result, row.adapter, workload_id)
+            runs = current[(current["adapter"] == row.adapter) & (current["workload_id"] == workload_id)]
+            unfinished = runs[runs["status"].astype(str) != "ok"].sort_values("seed")
             never = sum(1 for value in numbers if math.isinf(value))
             if never:
                 reason = (f"{never} of {len(numbers)} seeds never reached the threshold within the budget "
                           "(their time is unknown)")
+            elif numbers and not unfinished.empty:
+                # a figure over the seeds that finished would hide the others (a framework that fails
+                # on hard seeds would look better for it)
+                said = ", ".join(f"seed {int(run.seed)} {run.status}" for run in unfinished.itertuples())
+                reason = f"{len(unfinished)} of {len(unfinished) + len(numbers)} seeds did not finish ({said})"
+            elif numbers and len(numbers) < study.seeds:
+                reason = (f"{len(numbers)} of the study's {study.seeds} seeds were run (`rlcompare study run "
+                          f"{study.id}` runs the others)")
             elif not numbers and reason is None:
-                runs = current[(current["adapter"] == row.adapter) & (current["workload_id"] == workload_id)]
                 cannot = [line for line in unrunnable if line.startswith(f"cell {row.cell} ({arm} arm)")]
                 if not runs.empty:
                     reason = "no finished run: " + ", ".join(sorted(set(runs["status"].astype(str))))

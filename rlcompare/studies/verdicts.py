@@ -16,9 +16,10 @@
   fixed order of the two, so that a claim and its reverse get the same verdict). A reversed order
   is said.
 - *Not comparable*, with the reason: no adapter runs the framework here, its runs are missing
-  (refused, failed, not run), fewer than two seeds were measured (no interval), a seed never
-  reached the threshold (its time is unknown, not large), or a time of zero (the threshold met
-  before training: no ratio).
+  (refused, failed, not run), a seed did not finish (a figure over the others would hide it) or
+  was not run, fewer than two seeds were measured (no interval), a seed never reached the
+  threshold (its time is unknown, not large), or a time of zero (the threshold met before
+  training: no ratio).
 
 Everything here works on plain numbers; :mod:`rlcompare.cli.study` gathers them from a store.
 """
