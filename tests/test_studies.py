@@ -142,6 +142,30 @@ def test_a_single_published_run_is_compared_with_where_one_more_of_our_runs_woul
     assert above.status == "not consistent" and above.reason.startswith("measured lower by 99")
 
 
+def test_steps_read_on_the_evaluation_grid_reach_one_interval_lower() -> None:
+    """Three seeds first evaluated at the threshold at 1,000 to 1,200 steps, on a grid of 500: each
+    crossed it up to 500 steps earlier, so a published 700 is not contradicted; read exactly, it
+    would be."""
+    row = _row("a", "time_to_threshold_steps", 700.0, std=10.0, n=5)
+    seeds = (1000.0, 1100.0, 1200.0)
+    exact, = _judge([row], {"a": Measured(seeds)})
+    assert exact.status == "not consistent"
+    gridded, = _judge([row], {"a": Measured(seeds, resolution=500.0)})
+    assert gridded.status == "consistent" and "reaching 500 env steps lower (one evaluation interval)" in gridded.reason
+    assert gridded.measured.startswith("1,100 [")
+
+
+def test_seeds_that_all_ran_out_of_budget_contradict_a_claim_below_the_budget() -> None:
+    censored = Measured(missing="3 of 3 seeds never reached the threshold within the budget (their time is unknown)",
+                        censored_above=50_000.0)
+    below, = _judge([_row("a", "time_to_threshold_steps", 20_000.0, std=1_000.0, n=5)], {"a": censored})
+    assert below.status == "not consistent" and below.measured == "> 50,000"
+    assert below.reason == ("measured higher: no seed of a reached the threshold within 50,000 env steps, beyond "
+                            "the published interval")
+    beyond, = _judge([_row("a", "time_to_threshold_steps", 80_000.0, std=1_000.0, n=5)], {"a": censored})
+    assert beyond.status == "not comparable" and "never reached" in beyond.reason  # it may yet, later
+
+
 def test_missing_figures_are_not_comparable_with_the_reason() -> None:
     rows = [_row("a", "final_return", 1.0), _row("b", "final_return", 1.0), _row("c", "final_return", 1.0),
             _row("d", "final_return", 1.0)]
@@ -245,6 +269,7 @@ def test_a_study_runs_and_its_report_judges_every_claim(standin: None, tmp_path:
     assert set(verdicts) == {"Fake far", "Fake loose", "Ghost PPO", "Elsewhere PPO / Fake PPO"}
     assert verdicts["Fake far"]["status"] == "not consistent" and "measured lower" in verdicts["Fake far"]["reason"]
     assert verdicts["Fake loose"]["status"] == "consistent"
+    assert "reaching 200 env steps lower (one evaluation interval)" in verdicts["Fake loose"]["reason"]
     assert verdicts["Ghost PPO"]["reason"] == "ghost: refused before running: adapter 'ghost' is not installed"
     assert verdicts["Elsewhere PPO / Fake PPO"]["reason"].startswith("no adapter runs elsewhere here")
     assert document["counts"] == {"not consistent": 1, "consistent": 1, "not comparable": 2}

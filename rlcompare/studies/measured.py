@@ -14,6 +14,8 @@ from rlcompare.studies.model import ARMS, Study
 from rlcompare.studies.verdicts import Measured
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from rlcompare.store.sqlite_store import Store
 
 
@@ -21,6 +23,13 @@ def _missing_reason(result: CriterionResult, adapter: str, workload_id: str) -> 
     missing = result.missing
     rows = missing[(missing["adapter"] == adapter) & (missing["workload_id"] == workload_id)]
     return None if rows.empty else str(rows["reason"].iloc[0])
+
+
+def _grid_interval(specs: Mapping[str, dict], runs: pd.DataFrame) -> float:
+    """The evaluation interval of the runs' workload: the resolution of env steps to a threshold."""
+    intervals = {(specs.get(digest, {}).get("evaluation") or {}).get("interval_steps")
+                 for digest in runs["workload_digest"]}
+    return float(max((interval for interval in intervals if interval), default=0))
 
 
 def measured_from_store(study: Study, store: Store, catalogue: ScoringCatalogue,
@@ -74,5 +83,12 @@ def measured_from_store(study: Study, store: Store, catalogue: ScoringCatalogue,
                     reason = f"cannot be planned: {cannot[0]}"
                 else:
                     reason = "not run"
-            table[(arm, row.cell, row.adapter, row.metric)] = Measured(numbers if reason is None else (), reason)
+            resolution = 0.0
+            if row.metric == "time_to_threshold_steps" and reason is None:
+                resolution = _grid_interval(data.workload_specs, runs)
+            censored = None
+            if row.metric == "time_to_threshold_steps" and numbers and never == len(numbers):
+                censored = float(study.cell(row.cell).env_steps)
+            table[(arm, row.cell, row.adapter, row.metric)] = Measured(numbers if reason is None else (), reason,
+                                                                       resolution, censored)
     return table

@@ -1,7 +1,9 @@
 """Published against measured: one verdict per claim of a study's table.
 
 - A figure in the same unit here as in the source (a final return, env steps to a threshold) is
-  compared directly. The published interval is a t interval of the mean it reports: mean +-
+  compared directly (env steps to a threshold, read on the evaluation grid, with our interval
+  reaching one evaluation interval lower: the crossing lies in the interval before the point that
+  saw it). The published interval is a t interval of the mean it reports: mean +-
   t(k-1) * sd / sqrt(k), k the seeds behind it (a standard deviation printed over the population of
   seeds is turned into the sample one), or, for a deviation over the evaluation episodes of one
   agent, k the episodes; the mean alone where the source gives no spread. Ours: the t interval of
@@ -52,6 +54,12 @@ class Measured:
     values: tuple[float, ...] = ()
     #: Why there is no figure (refused, failed, a seed that never reached the threshold); None: complete.
     missing: str | None = None
+    #: How far below each value the truth may lie: env steps to a threshold are read on the
+    #: evaluation grid, so a seed that first evaluates at the threshold at step v crossed it after
+    #: v - interval; 0 for a figure measured exactly.
+    resolution: float = 0.0
+    #: Where every seed ran out of budget before the threshold: the budget (each value lies above it).
+    censored_above: float | None = None
 
 
 #: (arm, cell id, adapter id, metric) -> what was measured.
@@ -177,6 +185,11 @@ def _judge_value(arm: Arm, row: PublishedRow, measured: Measured | None) -> Verd
     unit = METRIC_UNITS[row.metric]
     published = published_interval(row)
     claim = f"{row.label}: {_number(row.mean)} {unit}"
+    if (row.adapter is not None and measured is not None and measured.censored_above is not None
+            and published.high < measured.censored_above):  # every seed is known to lie above the claim
+        return Verdict(arm, row.cell, row.metric, claim, published.format(), f"> {_number(measured.censored_above)}",
+                       "not consistent", f"measured higher: no seed of {row.adapter} reached the threshold within "
+                       f"{_number(measured.censored_above)} {unit}, beyond the published interval")
     why = _unusable(row, measured)
     if why is not None:
         return Verdict(arm, row.cell, row.metric, claim, published.format(), "", "not comparable", why)
@@ -185,6 +198,9 @@ def _judge_value(arm: Arm, row: PublishedRow, measured: Measured | None) -> Verd
     single = row.n == 1
     ours = prediction_interval(measured.values) if single else mean_interval(measured.values)
     against = "where one more of our runs would land (one published run)" if single else "our mean's interval"
+    if measured.resolution > 0:  # the crossing lies up to one evaluation interval before what was read
+        ours = Interval(ours.point, max(0.0, ours.low - measured.resolution), ours.high)
+        against += f", reaching {_number(measured.resolution)} {unit} lower (one evaluation interval)"
     if ours.overlaps(published):
         return Verdict(arm, row.cell, row.metric, claim, published.format(), ours.format(), "consistent",
                        f"the published interval overlaps {against} ({seeds} seeds)")
