@@ -158,11 +158,11 @@ def _probe_digest(request: ParityRequest, cache: MeasurementCache,
                   probes: dict[tuple[str, str], ParityProbe]) -> str:
     """The digest of the request's probe, from the cache where it holds one, else of the probe built
     now (kept in ``probes``). A probe is a function of its case, the code that builds it (the
-    reference's package and the harness's) and the versions of what draws its numbers, so a ``run``
+    reference's package, the harness's, the workload specification's) and the versions of what draws its numbers, so a ``run``
     whose verdicts are all cached builds none (building one imports torch: seconds per command)."""
     reference, case = request.reference, request.case
     key = "|".join(["probe", reference.family, case.name, json.dumps(case.workload, sort_keys=True, default=str),
-                    _code_digest(type(reference)), _code_digest(ParityProbe),
+                    _code_digest(type(reference)), _code_digest(ParityProbe), _code_digest(Workload),
                     *(f"{name} {_version(name)}" for name in ("numpy", "torch", "gymnasium")), rlcompare.__version__])
     found, data = cache.lookup(key)
     if found and isinstance(data, dict) and isinstance(data.get("digest"), str):
