@@ -398,3 +398,27 @@ def test_an_interrupted_study_names_the_study_command_that_resumes_it(standin: N
     assert driver.returncode == 143, err
     [line] = [line for line in err.splitlines() if line.startswith("rlcompare: stopped")]
     assert line.endswith(f"`rlcompare study run '{path}' --store {store} --resume` runs what is missing")
+
+
+def test_a_cell_that_cannot_be_planned_for_one_adapter_explains_only_that_adapter_s_rows(
+        standin: None, tmp_path: Path) -> None:
+    from rlcompare.store.sqlite_store import Store
+    from rlcompare.studies.measured import measured_from_store
+    from rlcompare.studies.model import Unplannable
+
+    plugins = build_plugin_manager()
+    study = plugins.study("standin")
+    with Store(tmp_path / "empty.db") as store:
+        store.check_writable()  # creates it: a store with no runs
+
+        def reason(*unrunnable: Unplannable) -> str | None:
+            table = measured_from_store(study, store, plugins.scoring_catalogue(), {}, unrunnable)
+            return table[("canonical", "cart", "fake", "final_return")].missing
+
+        assert reason() == "not run"
+        assert reason(Unplannable("cart", "canonical", "its environment is not installed", "other")) == "not run"
+        assert reason(Unplannable("cart", "native", "no such family")) == "not run"
+        assert reason(Unplannable("cart", "canonical", "its environment is not installed", "fake")) == (
+            "cannot be planned: cell cart (canonical arm) with fake: its environment is not installed")
+        assert reason(Unplannable("cart", "canonical", "no such family")) == (
+            "cannot be planned: cell cart (canonical arm): no such family")

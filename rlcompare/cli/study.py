@@ -27,7 +27,7 @@ from rlcompare.plugins.manager import Plugins, build_plugin_manager
 from rlcompare.reporting.escape import terminal
 from rlcompare.spec.workload import workload_from_dict
 from rlcompare.studies.loading import read_study_file
-from rlcompare.studies.model import Study
+from rlcompare.studies.model import Study, Unplannable
 
 #: Why the native arm plans no run yet.
 NATIVE_NOT_OFFERED = ("the native arm needs each adapter's own recommended settings for this environment and "
@@ -76,7 +76,7 @@ def _study(plugins: Plugins, name: str) -> Study:
 class StudyPlan(Plan):
     """A study's run matrix, and its cells that cannot be planned at all (with why)."""
 
-    unrunnable: list[str] = field(default_factory=list)
+    unrunnable: list[Unplannable] = field(default_factory=list)
 
 
 def study_plan(plugins: Plugins, study: Study, adapters: list[str] | None = None,
@@ -91,7 +91,7 @@ def study_plan(plugins: Plugins, study: Study, adapters: list[str] | None = None
             raise UsageError(f"--adapters: study {study.id!r} names no row of adapter {unknown[0]!r} "
                              f"(its adapters: {', '.join(sorted(named)) or 'none'})")
     plan = Plan()
-    unrunnable: list[str] = []
+    unrunnable: list[Unplannable] = []
     for cell in study.cells:
         cell_adapters = [row.adapter for row in study.published
                          if row.cell == cell.id and row.adapter is not None
@@ -102,7 +102,7 @@ def study_plan(plugins: Plugins, study: Study, adapters: list[str] | None = None
                 workload = workload_from_dict(study.workload_dict(cell.id, arm), f"study {study.id}, cell {cell.id}",
                                               plugins.algorithms)
             except InvalidWorkloadError as error:  # e.g. a family no installed plugin registers
-                unrunnable.append(f"cell {cell.id} ({arm} arm): {error}")
+                unrunnable.append(Unplannable(cell.id, arm, str(error)))
                 continue
             for adapter in cell_adapters:
                 framework = (plugins.adapters[adapter].framework if adapter in plugins.adapters else
@@ -120,7 +120,7 @@ def study_plan(plugins: Plugins, study: Study, adapters: list[str] | None = None
                         plan.refused.append(RefusedPair(workload, adapter, framework, str(error)))
                         continue
                     except (UnknownNameError, InvalidWorkloadError) as error:  # e.g. an environment not installed
-                        unrunnable.append(f"cell {cell.id} ({arm} arm) with {adapter}: {error}")
+                        unrunnable.append(Unplannable(cell.id, arm, str(error), adapter))
                         continue
                     plan.runs.extend(part.runs)
                     plan.refused.extend(part.refused)
@@ -147,15 +147,15 @@ def _plan(plugins: Plugins, args: argparse.Namespace) -> int:
                                     "seed": r.seed} for r in plan.runs],
                           "refused": [{"workload": r.workload.id, "adapter": r.adapter_id, "reason": r.reason}
                                       for r in plan.refused],
-                          "unrunnable": plan.unrunnable}, indent=2))
+                          "unrunnable": [cell.to_dict() for cell in plan.unrunnable]}, indent=2))
         return 0
     for run in plan.runs:
         print(terminal(f"{run.run_id}\tworkload={run.workload.id}\tadapter={run.adapter_id}\tseed={run.seed}"
                        f"\tenv={run.workload.env}\talgorithm={run.workload.algorithm}\tsteps={run.workload.env_steps}"))
     for refused in plan.refused:
         print(terminal(f"refused\t{refused.workload.id}\t{refused.adapter_id}\t{refused.reason}"))
-    for line in plan.unrunnable:
-        print(terminal(f"unrunnable\t{line}"))
+    for cell in plan.unrunnable:
+        print(terminal(f"unrunnable\t{cell.describe()}"))
     print(f"# {len(plan.runs)} runs, {len(plan.refused)} refused pairs, {len(plan.unrunnable)} cells that cannot "
           "be planned", file=sys.stderr)
     return 0
@@ -167,8 +167,8 @@ def _run(plugins: Plugins, args: argparse.Namespace) -> int:
     plan = study_plan(plugins, study, args.adapters, args.seeds)
     for refused in plan.refused:
         note(f"refused: {refused.workload.id} x {refused.adapter_id}: {refused.reason}")
-    for line in plan.unrunnable:
-        note(f"cannot be planned: {line}")
+    for cell in plan.unrunnable:
+        note(f"cannot be planned: {cell.describe()}")
     return execute(args, plugins, Plan(plan.runs, plan.refused),
                    resume_with=f"rlcompare study run {shlex.quote(args.name)} --store {shlex.quote(args.store)} --resume")
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from rlcompare.harness.measurement_cache import MeasurementCache
 from rlcompare.scoring.criteria import CriterionResult, ScoringCatalogue
 from rlcompare.scoring.engine import store_scoring_data
-from rlcompare.studies.model import ARMS, Study
+from rlcompare.studies.model import ARMS, Study, Unplannable
 from rlcompare.studies.verdicts import Measured
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ def _grid_interval(specs: Mapping[str, dict], runs: pd.DataFrame) -> float:
 
 def measured_from_store(study: Study, store: Store, catalogue: ScoringCatalogue,
                         unplanned: Mapping[tuple[str, str], str] | None = None,
-                        unrunnable: Sequence[str] = ()) -> dict[tuple[str, str, str, str], Measured]:
+                        unrunnable: Sequence[Unplannable] = ()) -> dict[tuple[str, str, str, str], Measured]:
     """Our figures for every published row of ``study`` in each of its arms. ``unplanned``: why a
     (workload id, adapter) pair is not planned now, and ``unrunnable``: the cells that cannot be
     planned at all (``rlcompare.cli.study.study_plan``), said for rows the store has no run of."""
@@ -74,13 +74,13 @@ def measured_from_store(study: Study, store: Store, catalogue: ScoringCatalogue,
                 reason = (f"{len(numbers)} of the study's {study.seeds} seeds were run (`rlcompare study run "
                           f"{study.id}` runs the others)")
             elif not numbers and reason is None:
-                cannot = [line for line in unrunnable if line.startswith(f"cell {row.cell} ({arm} arm)")]
+                cannot = [cell for cell in unrunnable if cell.concerns(row.cell, arm, row.adapter)]
                 if not runs.empty:
                     reason = "no finished run: " + ", ".join(sorted(set(runs["status"].astype(str))))
                 elif (workload_id, row.adapter) in (unplanned or {}):
                     reason = f"not planned: {(unplanned or {})[(workload_id, row.adapter)]}"
                 elif cannot:
-                    reason = f"cannot be planned: {cannot[0]}"
+                    reason = f"cannot be planned: {cannot[0].describe()}"
                 else:
                     reason = "not run"
             resolution = 0.0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -194,3 +195,26 @@ class Study(_Strict):
             if getattr(cell, section):
                 spec[section] = dict(getattr(cell, section))
         return spec
+
+
+@dataclass(frozen=True)
+class Unplannable:
+    """A cell of a study that cannot be planned in an arm, for every adapter (``adapter`` None: its
+    workload is invalid here, e.g. a family no installed plugin registers) or for one (e.g. its
+    environment is not installed), and why."""
+
+    cell: str
+    arm: Arm
+    reason: str
+    adapter: str | None = None
+
+    def concerns(self, cell: str, arm: str, adapter: str) -> bool:
+        """Whether this explains why ``adapter`` has no run of ``cell`` in ``arm``."""
+        return self.cell == cell and self.arm == arm and self.adapter in (None, adapter)
+
+    def describe(self) -> str:
+        who = "" if self.adapter is None else f" with {self.adapter}"
+        return f"cell {self.cell} ({self.arm} arm){who}: {self.reason}"
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"cell": self.cell, "arm": self.arm, "adapter": self.adapter, "reason": self.reason}
