@@ -23,7 +23,7 @@ from rlcompare.cli.options import (
     positive_int,
 )
 from rlcompare.cli.plan_view import grain_text, pair_views
-from rlcompare.cli.terminal import terminal_console, visible_output
+from rlcompare.cli.terminal import terminal_console, visible_output, warn_plugin_errors
 from rlcompare.errors import RLCompareError
 from rlcompare.execution.backend import cpus_needed
 from rlcompare.harness.host import distribution_versions, host_info, usable_cpus
@@ -65,11 +65,6 @@ def _print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
-def _warn_plugin_errors(plugins: Plugins) -> None:
-    for error in plugins.errors:
-        print(f"warning: {error}", file=sys.stderr)
-
-
 def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     from rich.table import Table
 
@@ -86,7 +81,7 @@ def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) ->
 
 def cmd_list(args: argparse.Namespace) -> int:
     plugins = build_plugin_manager()
-    _warn_plugin_errors(plugins)
+    warn_plugin_errors(plugins)
     if args.kind == "adapters":
         rows = []
         for adapter_id, adapter_class in sorted(plugins.adapters.items()):
@@ -218,7 +213,7 @@ def _plan_from_args(args: argparse.Namespace) -> Plan:
 
 def _plugins_and_plan(args: argparse.Namespace) -> tuple[Plugins, Plan]:
     plugins = build_plugin_manager()
-    _warn_plugin_errors(plugins)
+    warn_plugin_errors(plugins)
     catalogue = plugins.plan_catalogue()
     workloads = resolve_workloads(catalogue, args.suite, args.workload)
     return plugins, build_plan(catalogue, workloads, args.adapters, args.seeds)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlcompare.cli.options import DEFAULT_STORE, bootstrap_seed, repetitions, resolve_profile
 from rlcompare.cli.progress import note
-from rlcompare.cli.terminal import terminal_console
+from rlcompare.cli.terminal import terminal_console, warn_plugin_errors
 from rlcompare.errors import UsageError
 from rlcompare.harness.measurement_cache import MeasurementCache
 from rlcompare.plugins.manager import Plugins, build_plugin_manager
@@ -83,11 +83,6 @@ def load_plugins() -> Plugins:
     return build_plugin_manager()
 
 
-def _warn(plugins: Plugins) -> None:
-    for error in plugins.errors:
-        print(f"warning: {terminal(error)}", file=sys.stderr)
-
-
 def _build(args: argparse.Namespace, plugins: Plugins, formats: tuple[str, ...] = ()) -> Report:
     """Score the store of ``args`` into a report (bad input fails before the store is read)."""
     from rlcompare.reporting.model import build_report
@@ -130,7 +125,7 @@ def check_output_file(path: str, option: str) -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     plugins = load_plugins()
-    _warn(plugins)
+    warn_plugin_errors(plugins)
     return write_store_report(args, plugins)
 
 
@@ -152,7 +147,7 @@ def write_store_report(args: argparse.Namespace, plugins: Plugins) -> int:
 
 def cmd_cite(args: argparse.Namespace) -> int:
     plugins = load_plugins()
-    _warn(plugins)
+    warn_plugin_errors(plugins)
     report = _build(args, plugins)
     sys.stdout.write(report.citation.render(args.format))
     return 0
@@ -160,7 +155,7 @@ def cmd_cite(args: argparse.Namespace) -> int:
 
 def cmd_bundle(args: argparse.Namespace) -> int:
     plugins = load_plugins()
-    _warn(plugins)
+    warn_plugin_errors(plugins)
     check_output_file(args.out, "--out")
     report = _build(args, plugins)
     document = bundle_document(report.inputs, report.matrix, report.citation, report.store)
@@ -171,7 +166,7 @@ def cmd_bundle(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     plugins = load_plugins()
-    _warn(plugins)
+    warn_plugin_errors(plugins)
     result = verify_bundle(args.bundle, plugins.scoring_catalogue())
     stream = sys.stdout if result.ok else sys.stderr
     for line in result.lines():

@@ -21,6 +21,7 @@ from rlcompare.cli import report
 from rlcompare.cli.execute import add_run_options, execute
 from rlcompare.cli.options import name_list, positive_int, resolve_profile
 from rlcompare.cli.progress import note
+from rlcompare.cli.terminal import warn_plugin_errors
 from rlcompare.errors import IncompatibleError, InvalidWorkloadError, UnknownNameError, UsageError
 from rlcompare.plan.matrix import Plan, RefusedPair, build_plan
 from rlcompare.plugins.manager import Plugins, build_plugin_manager
@@ -218,8 +219,7 @@ def cmd_study(args: argparse.Namespace) -> int:
     if args.study_action is None:
         raise UsageError("study: give an action: list, plan, run or report")
     plugins = build_plugin_manager()
-    for error in plugins.errors:
-        print(f"warning: {terminal(error)}", file=sys.stderr)
+    warn_plugin_errors(plugins)
     return {"list": _list, "plan": _plan, "run": _run, "report": _report}[args.study_action](plugins, args)
 
 

@@ -28,6 +28,8 @@ from rlcompare.reporting.escape import terminal
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from rlcompare.plugins.manager import Plugins
+
 
 class VisibleStream:
     """A text stream that writes to ``raw`` with every control character made visible (LF and
@@ -97,3 +99,10 @@ def terminal_console(stream: IO[str] | None = None, **options: Any) -> Console:
     them on."""
     settings = {"markup": False, "emoji": False, "highlight": False, **options}
     return _console_class()(file=raw_stream(stream if stream is not None else sys.stdout), **settings)
+
+
+def warn_plugin_errors(plugins: Plugins) -> None:
+    """One ``warning:`` line on stderr per plugin that failed to load or register, every name shown
+    as text."""
+    for error in plugins.errors:
+        print(f"warning: {terminal(error)}", file=sys.stderr)
