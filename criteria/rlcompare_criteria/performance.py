@@ -114,7 +114,7 @@ def _grid_resolution_notes(data: ScoringData) -> dict[tuple[str, str], str]:
     notes = {}
     for adapter, workload_id, run_id, digest in zip(measured["adapter"], measured["workload_id"], measured["run_id"],
                                                     measured["workload_digest"], strict=True):
-        interval = (data.workload_specs.get(digest, {}).get("evaluation") or {}).get("interval_steps")
+        interval = data.evaluation_interval(digest)
         if run_id in gridded and interval:
             notes[(adapter, workload_id)] = (f"read on the evaluation grid: +-{int(interval):,} env steps (one "
                                              "evaluation interval); differences within it are ties")

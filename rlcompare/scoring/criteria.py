@@ -287,6 +287,12 @@ class ScoringData:
             for digest, text in zip(unique["workload_digest"], unique["workload_json"], strict=True)
         }
 
+    def evaluation_interval(self, digest: str) -> int | None:
+        """The evaluation interval (env steps) of the workload with ``digest``, None where unrecorded:
+        the resolution at which a time to threshold is read on the evaluation grid."""
+        interval = (self.workload_specs.get(digest, {}).get("evaluation") or {}).get("interval_steps")
+        return int(interval) if interval else None
+
     @cached_property
     def untrained_returns(self) -> dict[str, float]:
         """Mean evaluation return at env step 0 per workload, over every adapter's ok runs: the

@@ -14,8 +14,6 @@ from rlcompare.studies.model import ARMS, Study, Unplannable
 from rlcompare.studies.verdicts import Measured
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from rlcompare.store.sqlite_store import Store
 
 
@@ -23,13 +21,6 @@ def _missing_reason(result: CriterionResult, adapter: str, workload_id: str) -> 
     missing = result.missing
     rows = missing[(missing["adapter"] == adapter) & (missing["workload_id"] == workload_id)]
     return None if rows.empty else str(rows["reason"].iloc[0])
-
-
-def _grid_interval(specs: Mapping[str, dict], runs: pd.DataFrame) -> float:
-    """The evaluation interval of the runs' workload: the resolution of env steps to a threshold."""
-    intervals = {(specs.get(digest, {}).get("evaluation") or {}).get("interval_steps")
-                 for digest in runs["workload_digest"]}
-    return float(max((interval for interval in intervals if interval), default=0))
 
 
 def measured_from_store(study: Study, store: Store, catalogue: ScoringCatalogue,
@@ -62,10 +53,8 @@ def measured_from_store(study: Study, store: Store, catalogue: ScoringCatalogue,
             runs = current[(current["adapter"] == row.adapter) & (current["workload_id"] == workload_id)]
             unfinished = runs[runs["status"].astype(str) != "ok"].sort_values("seed")
             never = sum(1 for value in numbers if math.isinf(value))
-            if never:
-                reason = (f"{never} of {len(numbers)} seeds never reached the threshold within the budget "
-                          "(their time is unknown)")
-            elif numbers and not unfinished.empty:
+            censored = None
+            if numbers and not unfinished.empty:
                 # a figure over the seeds that finished would hide the others (a framework that fails
                 # on hard seeds would look better for it)
                 said = ", ".join(f"seed {int(run.seed)} {run.status}" for run in unfinished.itertuples())
@@ -73,6 +62,11 @@ def measured_from_store(study: Study, store: Store, catalogue: ScoringCatalogue,
             elif numbers and len(numbers) < study.seeds:
                 reason = (f"{len(numbers)} of the study's {study.seeds} seeds were run (`rlcompare study run "
                           f"{study.id}` runs the others)")
+            elif never:
+                reason = (f"{never} of {len(numbers)} seeds never reached the threshold within the budget "
+                          "(their time is unknown)")
+                if never == len(numbers) and row.metric == "time_to_threshold_steps":
+                    censored = float(study.cell(row.cell).env_steps)  # every seed of the study lies above it
             elif not numbers and reason is None:
                 cannot = [cell for cell in unrunnable if cell.concerns(row.cell, arm, row.adapter)]
                 if not runs.empty:
@@ -85,10 +79,8 @@ def measured_from_store(study: Study, store: Store, catalogue: ScoringCatalogue,
                     reason = "not run"
             resolution = 0.0
             if row.metric == "time_to_threshold_steps" and reason is None:
-                resolution = _grid_interval(data.workload_specs, runs)
-            censored = None
-            if row.metric == "time_to_threshold_steps" and numbers and never == len(numbers):
-                censored = float(study.cell(row.cell).env_steps)
+                resolution = float(max((data.evaluation_interval(digest) or 0 for digest in runs["workload_digest"]),
+                                       default=0))
             table[(arm, row.cell, row.adapter, row.metric)] = Measured(numbers if reason is None else (), reason,
                                                                        resolution, censored)
     return table
