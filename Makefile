@@ -22,17 +22,22 @@ install: $(STAMP)
 # standard library only, so it runs before anything is installed), so torch comes as the CPU build
 # pip would take.
 $(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(BUILTIN_DISTS))
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 ifeq ($(INSTALLER),pip)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# the CPU build of torch first, so no dependency pulls a CUDA build
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[test]' $(addprefix -e ,$(BUILTIN_DISTS))
 else
-	$(PY) -m pip install --quiet 'uv>=0.5'
+	# the venv without ensurepip's copy of pip (10 s of the install on 2 CPUs): the system's pip puts
+	# uv into it (pip 22.3 or newer; older ones fall back to ensurepip), and uv installs pip and
+	# setuptools with the rest, so the venv holds what `python -m venv` would have given it
+	test -x $(PY) || $(PYTHON) -m venv --without-pip $(VENV)
+	test -x $(VENV)/bin/uv || $(PYTHON) -m pip --python $(PY) install --quiet 'uv>=0.5' || \
+		{ $(PY) -m ensurepip --upgrade && $(PY) -m pip install --quiet 'uv>=0.5'; }
 	$(VENV)/bin/uv pip install --quiet --python $(PY) \
 		$$(PYTHONPATH=. $(PY) -m rlcompare.pyenvs.indexes) \
-		torch==2.13.0 -e '.[test]' $(addprefix -e ,$(BUILTIN_DISTS))
+		torch==2.13.0 pip setuptools -e '.[test]' $(addprefix -e ,$(BUILTIN_DISTS))
 endif
 	# bytecode for the project's own modules now (a command run outside make, with
 	# PYTHONDONTWRITEBYTECODE set, would otherwise compile them again at every start-up)

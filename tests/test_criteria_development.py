@@ -378,7 +378,7 @@ def test_the_default_cache_lives_in_the_user_cache_not_beside_the_store(monkeypa
 
 
 def test_framework_modules_are_the_modules_of_its_package_the_adapter_imports() -> None:
-    from rlcompare_criteria.installations import imported_modules
+    from rlcompare.harness.framework_import import imported_modules
 
     source = '''
 from __future__ import annotations
@@ -469,7 +469,7 @@ def test_a_framework_with_an_empty_top_level_is_timed_on_what_a_run_imports(
     from lazyfw_adapter import LazyAdapter
 
     data = _one_adapter_data(tmp_path, LazyAdapter)
-    from rlcompare_criteria.installations import framework_modules
+    from rlcompare.harness.framework_import import framework_modules
 
     assert framework_modules(LazyAdapter) == ("lazyfw", "lazyfw.agents")
     seconds = _values(_criterion("cold_import").compute(data))["lazy"]

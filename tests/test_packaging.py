@@ -71,8 +71,10 @@ def test_one_adapter_builds_as_a_wheel_of_its_own(tmp_path: Path) -> None:
     folder = tmp_path / "rlcompare-sb3"  # a copy: building leaves build/ and *.egg-info beside the sources
     shutil.copytree(ROOT / "adapters" / "sb3", folder, ignore=shutil.ignore_patterns("*.egg-info", "build"))
     wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--wheel-dir", str(wheels), str(folder)], check=True, capture_output=True, timeout=300)
+    # uv (a test dependency) builds it with the setuptools `make install` puts in the environment
+    subprocess.run([str(Path(sys.executable).parent / "uv"), "build", "--wheel", "--no-build-isolation", "--quiet",
+                    "--python", sys.executable, "--out-dir", str(wheels), str(folder)],
+                   check=True, capture_output=True, timeout=300)
     (wheel,) = wheels.glob("rlcompare_sb3-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()

@@ -32,6 +32,7 @@ from rlcompare.plan.matrix import Plan, PlannedRun, RefusedPair
 from rlcompare.pyenvs.manager import COMPLETE, INFO
 from rlcompare.scoring.criteria import Criterion, ScoringCatalogue, ScoringData
 from rlcompare.spec.workload import Workload, workload_from_dict
+from rlcompare.store.sqlite_store import Store
 from tests.conftest import ROOT, run_cli
 
 EXAMPLE = ROOT / "tests" / "plugins" / "example_adapter"
@@ -223,7 +224,8 @@ def test_no_import_is_timed_beside_the_runs_and_after_them_one_is_kept_as_scorin
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Beside runs nothing is timed; after them the timing is kept whatever CPU share it had (as
     scoring keeps it: a tiny import can spend under 80% of its wall time on a CPU on an idle machine),
-    and a framework a run has just imported is timed without the warm-up import."""
+    and a framework a run of this command finished with is not timed at all: the run timed its own
+    import first thing (rlcompare_criteria.in_run)."""
     monkeypatch.syspath_prepend(str(EXAMPLE))
     from tinyac_rlcompare import TinyACAdapter
 
@@ -247,9 +249,9 @@ def test_no_import_is_timed_beside_the_runs_and_after_them_one_is_kept_as_scorin
     assert kept_after(True, "beside.json") == ([], [])
     assert timed == []  # not even started
     assert kept_after(False, "after.json") == ([], [measured])
-    assert [options["warm_up"] for options in timed] == [True]
-    kept_after(False, "warm.json", warm=frozenset({"tinyac"}))
-    assert timed[-1]["warm_up"] is False
+    assert [options.get("warm_up", True) for options in timed] == [True]
+    assert kept_after(False, "warm.json", warm=frozenset({"tinyac"})) == ([], [])
+    assert len(timed) == 1
 
 
 def test_after_the_runs_one_process_measures_told_which_frameworks_their_runs_imported(tmp_path: Path) -> None:
@@ -311,7 +313,9 @@ def _alive(pid: int) -> bool:
 
 def test_the_report_after_a_run_measures_nothing(tmp_path: Path) -> None:
     """``run`` on a cold measurement cache, then ``score``: no "measuring" line, while scoring the same
-    store on another cold cache measures (so the check can fail)."""
+    store on another cold cache measures (so the check can fail). The cold import and the public API
+    are not measured after the runs at all: the run's worker measured them first thing and the store
+    keeps them, so scoring on another machine's cold cache reads the same figures."""
     env = {"PYTHONPATH": os.pathsep.join([str(EXAMPLE), str(ROOT)]), "RLCOMPARE_DISABLE_PLUGIN_AUTOLOAD": "",
            "RLCOMPARE_CACHE_DIR": str(tmp_path / "cache")}
     workload = tmp_path / "a2c.toml"
@@ -324,7 +328,11 @@ def test_the_report_after_a_run_measures_nothing(tmp_path: Path) -> None:
     assert ran.returncode == 0, ran.stderr
     assert "development measurements of tinyac" in ran.stderr, ran.stderr
     cache = json.loads((tmp_path / "cache" / "measurements.json").read_text(encoding="utf-8"))
-    assert {key.split("|")[0] for key in cache} >= {"import", "api", "install", "glue-package"}
+    kinds = {key.split("|")[0] for key in cache}
+    assert kinds >= {"install", "glue-package"} and kinds.isdisjoint({"import", "api"}), kinds
+    development = json.loads(Store(store).runs_frame()["development_json"].iloc[0])
+    assert development["import"]["modules"][0] == "tinyac" and development["import"]["seconds"] > 0
+    assert development["api"]["objects"] > 0
 
     scored = run_cli(["score", "--store", str(store), "--reps", "100", "--json"], env=env)
     assert scored.returncode == 0, scored.stderr
@@ -336,4 +344,8 @@ def test_the_report_after_a_run_measures_nothing(tmp_path: Path) -> None:
     cold = run_cli(["score", "--store", str(store), "--reps", "100", "--json"],
                    env={**env, "RLCOMPARE_CACHE_DIR": str(tmp_path / "cold")})
     assert cold.returncode == 0, cold.stderr
-    assert "rlcompare: measuring the cold import of tinyac" in cold.stderr
+    assert "rlcompare: measuring the install" in cold.stderr, cold.stderr
+    assert "the cold import" not in cold.stderr and "the public API" not in cold.stderr
+    again = {(cell["criterion"], cell["adapter"]): cell for cell in json.loads(cold.stdout)["cells"]}
+    for criterion in ("cold_import", "docstring_coverage", "type_hint_coverage"):
+        assert again[(criterion, "tinyac")]["point"] == cells[(criterion, "tinyac")]["point"] is not None, criterion

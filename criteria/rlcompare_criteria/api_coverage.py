@@ -7,99 +7,22 @@ from collections.abc import Sequence
 from typing import Any
 
 from rlcompare.scoring.criteria import ScoringData
-from rlcompare_criteria import fresh_interpreter
+from rlcompare_criteria import fresh_interpreter, in_run
 from rlcompare_criteria.installations import MAIN, Installation, as_modules
 
-#: Imports what a run imports of the framework (the first module must import; a further one that
-#: fails to is skipped), as the cold-import timing does.
-_IMPORT = r'''
-import importlib, sys
-
-importlib.import_module(sys.argv[1])
-for further in sys.argv[2:]:  # the framework modules the adapter imports
-    try:
-        importlib.import_module(further)
-    except Exception:
-        pass
-'''
-
-#: Walks the public API of the package ``sys.argv[1]`` as imported so far, into ``counts``. Run
-#: after :data:`_IMPORT` (:data:`INTROSPECT`), or after the last timed import of
-#: :mod:`rlcompare_criteria.cold_import`, which imports the same modules the same way: the walk sees
-#: the same modules either way, and the interpreter that timed the import is not started again.
-WALK = r'''
-import importlib, inspect, json, sys
-
-name = sys.argv[1]
-top = name.split(".")[0]
-root = sys.modules[name]
-# The public API: the package and the public submodules importing it brings in (importing every
-# submodule of a large framework would be slow and can fail on optional dependencies).
-modules = [root] + [
-    module for key, module in sorted(sys.modules.items())
-    if key.startswith(name + ".") and module is not None
-    and not any(part.startswith("_") for part in key.split("."))
-]
-seen = set()
-counts = {"objects": 0, "documented": 0, "functions": 0, "typed": 0}
-
-
-def public_names(module):
-    names = getattr(module, "__all__", None)
-    if not isinstance(names, (list, tuple)):
-        names = list(vars(module))
-    return [n for n in names if isinstance(n, str) and not n.startswith("_")]
-
-
-def typed(function, method):
-    try:
-        signature = inspect.signature(function)
-    except (TypeError, ValueError):
-        return None
-    params = list(signature.parameters.values())
-    if method and params and params[0].name in ("self", "cls"):
-        params = params[1:]
-    empty = inspect.Parameter.empty
-    return all(p.annotation is not empty for p in params) and signature.return_annotation is not empty
-
-
-def visit(obj, method=False):
-    if id(obj) in seen:
-        return
-    seen.add(id(obj))
-    counts["objects"] += 1
-    counts["documented"] += bool((getattr(obj, "__doc__", None) or "").strip())
-    if inspect.isfunction(obj):
-        result = typed(obj, method)
-        if result is not None:
-            counts["functions"] += 1
-            counts["typed"] += bool(result)
-
-
-for module in modules:
-    for attribute in public_names(module):
-        try:
-            obj = getattr(module, attribute, None)
-        except Exception:  # a lazy attribute whose optional dependency is missing (gymnasium's jax parts)
-            continue
-        if not (inspect.isclass(obj) or inspect.isfunction(obj)):
-            continue
-        if (getattr(obj, "__module__", None) or "").split(".")[0] != top:
-            continue  # re-exported from another package
-        visit(obj)
-        if inspect.isclass(obj):
-            for member_name, member in vars(obj).items():
-                if member_name.startswith("_"):
-                    continue
-                if isinstance(member, (staticmethod, classmethod)):
-                    member = member.__func__
-                if inspect.isfunction(member):
-                    visit(member, method=True)
-counts["modules"] = len(modules)
-'''
-
-#: A fresh interpreter's whole introspection: import, walk, print the counts as one JSON line.
-INTROSPECT = _IMPORT + WALK + "print(json.dumps(counts))\n"
+#: A fresh interpreter's whole introspection: import what a run imports of the framework (the first
+#: module must import; a further one that fails to is skipped), walk the public API it loaded, print
+#: the counts as one JSON line; the same code a run's worker runs first thing
+#: (:func:`rlcompare.harness.framework_import.measure_in_this_interpreter`).
+INTROSPECT = r"""
+import json, sys
+import rlcompare.harness.worker  # what a run's worker has loaded when it times its import: the same start
+from rlcompare.harness.framework_import import measure_in_this_interpreter
+measured = measure_in_this_interpreter(sys.argv[1:])
+if "error" in measured["import"]:
+    sys.exit(measured["import"]["error"])
+print(json.dumps(measured["api"]))
+"""
 
 
 def introspect_api(modules: str | Sequence[str], installation: Installation = MAIN) -> dict[str, Any]:
@@ -111,6 +34,11 @@ def introspect_api(modules: str | Sequence[str], installation: Installation = MA
 
 
 def _api_counts(data: ScoringData, adapter_id: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The counts a run of the adapter walked (:mod:`rlcompare_criteria.in_run`), else a fresh
+    interpreter's (cached)."""
+    counts = in_run.api_counts(data, adapter_id)
+    if counts is not None:
+        return counts, None
     return fresh_interpreter.measured_in_fresh_interpreter(data, adapter_id, "api", introspect_api, "the public API")
 
 
@@ -130,3 +58,13 @@ def type_hint_coverage(data: ScoringData, adapter_id: str) -> tuple[float | None
     if counts["functions"] == 0:
         return None, "no public Python functions found"
     return counts["typed"] / counts["functions"], None
+
+
+def premeasure_api(data: ScoringData, alongside_runs: bool) -> list[str]:
+    """The public APIs of the adapters of ``data`` that no run of this command finished (a run walks
+    its framework's API itself: :mod:`rlcompare_criteria.in_run`), walked ahead in fresh interpreters
+    and kept as scoring keeps them."""
+    for adapter_id in data.adapters:
+        if adapter_id not in data.warm_adapters:
+            _api_counts(data, adapter_id)
+    return []

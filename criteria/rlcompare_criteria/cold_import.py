@@ -7,33 +7,30 @@ from collections.abc import Sequence
 from typing import Any
 
 from rlcompare.scoring.criteria import ScoringData
-from rlcompare_criteria import fresh_interpreter
-from rlcompare_criteria.api_coverage import WALK
+from rlcompare_criteria import fresh_interpreter, in_run
 from rlcompare_criteria.installations import MAIN, Installation, as_modules
 
 #: Fresh-interpreter imports timed per framework; their spread gives the interval.
 IMPORT_REPEATS = 3
 #: One discarded import first (the first interpreter after a build or a reboot reads the files from
 #: disk and can take several times longer; skipped where a run has just imported the framework, see
-#: :func:`time_cold_import`), then the timed ones. The first module must import; a further one that
-#: fails to (an optional part the adapter guards with ``try``) is skipped and named. The script prints
-#: its result as one JSON line; :func:`time_cold_import` may add the API walk before that print.
+#: :func:`time_cold_import`), then the timed ones, each in a fresh interpreter, the way a run's worker
+#: times its own import (:func:`rlcompare.harness.framework_import.time_framework_import`, first thing
+#: in the interpreter: the same code, so in-run and fresh figures are one method). The last timed
+#: interpreter may walk the public API after its import (``"api"``), as a run's worker does.
 _TIME_IMPORT = r"""
-import importlib, json, sys, time
-started, cpu = time.perf_counter(), time.process_time()
-importlib.import_module(sys.argv[1])
-skipped = []
-for name in sys.argv[2:]:
-    try:
-        importlib.import_module(name)
-    except Exception as error:
-        skipped.append(f"{name}: {type(error).__name__}")
-timing = {"seconds": time.perf_counter() - started, "cpu_seconds": time.process_time() - cpu, "skipped": skipped}
+import json, sys
+import rlcompare.harness.worker  # what a run's worker has loaded when it times its import: the same start
+from rlcompare.harness.framework_import import measure_in_this_interpreter
+walk = WALK
+measured = measure_in_this_interpreter(sys.argv[1:], walk_api=walk)
+timing = measured["import"]
+if "error" in timing:
+    sys.exit(timing["error"])
+if walk:
+    timing["api"] = measured.get("api") or {"error": "not walked"}
+print(json.dumps(timing))
 """
-_PRINT_TIMING = "print(json.dumps(timing))\n"
-#: The last timed interpreter walks the public API once its import is timed (what
-#: :func:`rlcompare_criteria.api_coverage.introspect_api` would start one more interpreter for).
-_PRINT_TIMING_AND_API = "print(json.dumps({**timing, 'api': counts}))\n"
 
 
 def time_cold_import(modules: str | Sequence[str], repeats: int = IMPORT_REPEATS,
@@ -56,8 +53,7 @@ def time_cold_import(modules: str | Sequence[str], repeats: int = IMPORT_REPEATS
     first = 0 if warm_up else 1
     for repeat in range(first, repeats + 1):
         last = walk_api and repeat == repeats
-        script = _TIME_IMPORT + (WALK + _PRINT_TIMING_AND_API if last else _PRINT_TIMING)
-        line, error = fresh_interpreter.run_in(installation, script, names)
+        line, error = fresh_interpreter.run_in(installation, _TIME_IMPORT.replace("WALK", str(last)), names)
         if line is None:
             return {"error": error}
         result = json.loads(line)
@@ -71,11 +67,10 @@ def time_cold_import(modules: str | Sequence[str], repeats: int = IMPORT_REPEATS
     return measured if api is None else {**measured, "api": api}
 
 
-def measure_cold_import(data: ScoringData, adapter_id: str, warm: bool = False) -> tuple[dict[str, Any] | None, str | None]:
-    """The cold import of the adapter's framework (cached, or measured now and kept). Measured now
-    while its public API is not cached, the last timed interpreter also walks the API and the counts
-    are kept under the API's own key. ``warm``: a run of this command imported
-    the framework already, so no discarded warm-up import is needed."""
+def measure_cold_import(data: ScoringData, adapter_id: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The cold import of the adapter's framework in fresh interpreters (cached, or measured now and
+    kept). Measured now while its public API is not cached, the last timed interpreter also walks the
+    API and the counts are kept under the API's own key."""
     found, reason = fresh_interpreter.target(data, adapter_id)
     if found is None:
         return None, reason
@@ -83,9 +78,9 @@ def measure_cold_import(data: ScoringData, adapter_id: str, warm: bool = False) 
     api_cached, _ = data.cache.lookup(api_key)
 
     def measure(modules: Sequence[str], installation: Installation) -> dict[str, Any]:
-        result = time_cold_import(modules, installation=installation, warm_up=not warm, walk_api=not api_cached)
+        result = time_cold_import(modules, installation=installation, walk_api=not api_cached)
         api = result.pop("api", None)
-        if api is not None:
+        if api is not None and "error" not in api:
             data.cache.keep(api_key, api)
         return result
 
@@ -93,18 +88,25 @@ def measure_cold_import(data: ScoringData, adapter_id: str, warm: bool = False) 
 
 
 def cold_import(data: ScoringData, adapter_id: str) -> tuple[list[float] | None, str | None]:
+    """The runs' own timings where every adapter of the store whose runs started has them
+    (:mod:`rlcompare_criteria.in_run`), else timings in fresh interpreters (cached); an adapter
+    without a started run is timed in fresh interpreters either way."""
+    samples = in_run.import_seconds(data, adapter_id)
+    if samples and in_run.every_adapter_timed_in_runs(data):
+        return samples, None
     result, reason = measure_cold_import(data, adapter_id)
     return (None, reason) if result is None else (result["seconds"], None)
 
 
 def premeasure_cold_import(data: ScoringData, alongside_runs: bool) -> list[str]:
-    """The cold imports of ``data.adapters``, measured ahead (and their public APIs, walked by the
-    last timed interpreter) and kept as scoring keeps them. Never beside runs (nothing is timed then:
-    beside a busy CPU an import takes 10-13% longer even with a CPU of its own,
-    ``benchmarks/import_timing.py``). An adapter in ``data.warm_adapters`` (its framework imported
-    by a run of this command) is timed without the discarded warm-up import."""
+    """The cold imports of the adapters of ``data`` that no run of this command finished (those in
+    ``data.warm_adapters`` timed their own import first thing: :mod:`rlcompare_criteria.in_run`),
+    measured ahead in fresh interpreters (and their public APIs, walked by the last timed
+    interpreter) and kept as scoring keeps them. Never beside runs (nothing is timed then: beside a
+    busy CPU an import takes longer even with a CPU of its own, ``benchmarks/import_timing.py``)."""
     if alongside_runs:
         return []
     for adapter_id in data.adapters:
-        measure_cold_import(data, adapter_id, warm=adapter_id in data.warm_adapters)
+        if adapter_id not in data.warm_adapters:
+            measure_cold_import(data, adapter_id)
     return []

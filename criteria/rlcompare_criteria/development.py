@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from rlcompare import hookimpl
 from rlcompare.scoring.criteria import DEVELOPMENT, HIGHER, LOWER, Criterion
 from rlcompare_criteria.adapter_lookup import per_adapter_criterion, per_adapter_premeasure
-from rlcompare_criteria.api_coverage import docstring_coverage, type_hint_coverage
+from rlcompare_criteria.api_coverage import docstring_coverage, premeasure_api, type_hint_coverage
 from rlcompare_criteria.cold_import import IMPORT_REPEATS, cold_import, premeasure_cold_import
 from rlcompare_criteria.feature_coverage import algorithm_coverage, distributed_feature_coverage, registry_algorithms
 from rlcompare_criteria.fidelity import setting_fidelity
@@ -69,26 +69,32 @@ CRITERIA: tuple[Criterion, ...] = (
         id="cold_import", title="Cold import time", category=DEVELOPMENT, unit="s", direction=LOWER,
         per_workload=False, compute=per_adapter_criterion(cold_import),
         premeasure=premeasure_cold_import,
-        method=f"Seconds to import, in {IMPORT_REPEATS} fresh Python interpreters of the environment the "
-               "adapter runs in (the interpreter's own start-up excluded), what a run imports of the "
-               "framework: its import name and every module of its package the adapter module imports "
-               "(a framework whose top-level package is empty is not timed on next to nothing). The "
-               "repeats give the interval. Cached per distribution version and environment." + _RATIO,
+        method="Seconds to import what a run imports of the framework (its import name and every module "
+               "of its package the adapter module imports: a framework whose top-level package is empty "
+               "is not timed on next to nothing), first thing in a fresh Python interpreter of the "
+               "environment the adapter runs in (the interpreter's own start-up excluded). Each run's "
+               "worker times its own import so (one sample per run) and the store keeps it; where every "
+               "adapter of the store whose runs started has such samples they are used, else every adapter is "
+               f"timed in {IMPORT_REPEATS} fresh interpreters after the matrix (cached per distribution "
+               "version and environment), so one score never mixes the two for adapters that ran (one "
+               "refused on every workload has no run and is timed in fresh interpreters). The samples "
+               "give the interval." + _RATIO,
     ),
     Criterion(
         id="docstring_coverage", title="Public-API docstring coverage", category=DEVELOPMENT, unit="share",
         direction=HIGHER, normalization="share", per_workload=False, compute=per_adapter_criterion(docstring_coverage),
-        premeasure=per_adapter_premeasure(docstring_coverage),
+        premeasure=premeasure_api,
         method="Share of public classes, functions and methods with a non-empty docstring, introspected "
-               "in a fresh interpreter of the environment the adapter runs in, after importing what a run "
-               "imports of the framework (as for the cold import time): the names the framework package "
+               "in a fresh interpreter of the environment the adapter runs in right after importing what a "
+               "run imports of the framework (as for the cold import time; a run's worker walks it after "
+               "timing its import, else a fresh interpreter does): the names the framework package "
                "and its public submodules then loaded export (``__all__`` where defined), defined in the "
                "package itself, and the public methods of those classes.",
     ),
     Criterion(
         id="type_hint_coverage", title="Public-API type-hint coverage", category=DEVELOPMENT, unit="share",
         direction=HIGHER, normalization="share", per_workload=False, compute=per_adapter_criterion(type_hint_coverage),
-        premeasure=per_adapter_premeasure(type_hint_coverage),
+        premeasure=premeasure_api,
         method="Share of the public Python functions and methods (same walk as docstring coverage) "
                "whose every parameter (self and cls aside) and return value is annotated.",
     ),

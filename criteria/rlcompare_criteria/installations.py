@@ -10,8 +10,6 @@ is left out of everyone's overall score.
 
 from __future__ import annotations
 
-import ast
-import functools
 import importlib.metadata
 import json
 import os
@@ -64,8 +62,12 @@ class Installation:
 
     def process_environment(self) -> dict[str, str]:
         """The environment variables of an interpreter started here: an adapter environment's gets
-        nothing of this process's import path (as its workers do)."""
-        env = dict(os.environ)
+        nothing of this process's import path (as its workers do), and every interpreter the thread
+        pins of a run with one thread per worker (the default), as a run's worker that times its own
+        import has them (a BLAS or OpenMP runtime sizes its pool when it loads)."""
+        from rlcompare.execution.backend import THREAD_ENV_VARS
+
+        env = {**os.environ, **dict.fromkeys(THREAD_ENV_VARS, "1")}
         if self.environment_key is not None:
             from rlcompare.execution.backend import enter_environment
 
@@ -137,111 +139,6 @@ def installation_of(data: ScoringData, adapter_class: Any) -> tuple[Installation
                       f"(`rlcompare env build {adapter_class.id}`)")
 
     return data.memo(f"installation|{adapter_class.id}", find)
-
-
-# -- the framework modules a run imports ------------------------------------------------------------
-
-
-def _imports_by_name(call: ast.Call) -> bool:
-    """``import_module("literal")`` (plain or as ``importlib.import_module``) or ``__import__("literal")``."""
-    function = call.func
-    name = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", None)
-    return (name in ("import_module", "__import__") and bool(call.args) and isinstance(call.args[0], ast.Constant)
-            and isinstance(call.args[0].value, str))
-
-
-def _typing_flags(tree: ast.AST) -> tuple[set[str], set[str]]:
-    """(names bound to ``typing.TYPE_CHECKING``, names bound to the ``typing`` module) in ``tree``; a
-    name the module also assigns itself (``TYPE_CHECKING = True``) is not the real flag."""
-    flags: set[str] = set()
-    modules: set[str] = set()
-    assigned: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module in ("typing", "typing_extensions"):
-            flags.update(alias.asname or alias.name for alias in node.names if alias.name == "TYPE_CHECKING")
-        elif isinstance(node, ast.Import):
-            modules.update(alias.asname or alias.name for alias in node.names
-                           if alias.name in ("typing", "typing_extensions"))
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            assigned.add(node.id)
-    return flags - assigned, modules - assigned
-
-
-def _never_runs(node: ast.If, flags: set[str], typing_modules: set[str]) -> bool:
-    """An ``if`` whose body never runs: the real ``typing.TYPE_CHECKING`` or a constant false test."""
-    test = node.test
-    if isinstance(test, ast.Constant):
-        return not test.value
-    if isinstance(test, ast.Name):
-        return test.id in flags
-    return (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING" and isinstance(test.value, ast.Name)
-            and test.value.id in typing_modules)
-
-
-def imported_modules(source: str, top: str) -> list[str]:
-    """Modules of the package ``top`` that ``source`` imports anywhere (inside functions too, where
-    adapters import their framework lazily; by import statements or by a literal name given to
-    ``importlib.import_module`` or ``__import__``), in order of appearance. Left out: relative
-    imports and the bodies of ``if`` statements that never run (``typing.TYPE_CHECKING``, a constant
-    false test). A name computed at run time cannot be seen here."""
-    tree = ast.parse(source)
-    flags, typing_modules = _typing_flags(tree)
-    found: list[str] = []
-
-    def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _never_runs(node, flags, typing_modules):
-            for child in node.orelse:
-                visit(child)
-            return
-        if isinstance(node, ast.Import):
-            found.extend(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.append(node.module)
-        elif isinstance(node, ast.Call) and _imports_by_name(node):
-            found.append(node.args[0].value)  # importlib.import_module("pkg.mod"), __import__("pkg.mod")
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(tree)
-    return list(dict.fromkeys(name for name in found if name == top or name.startswith(top + ".")))
-
-
-@functools.cache
-def _glue_files(module_name: str) -> tuple[Path, ...]:
-    """The source files of the package that holds ``module_name`` (every ``.py`` file under it, so
-    that helper modules count), or of the module itself when it is a top-level module."""
-    module = sys.modules.get(module_name)
-    if module is None:
-        return ()
-    package = module if hasattr(module, "__path__") else sys.modules.get(module_name.rpartition(".")[0])
-    if package is not None and getattr(package, "__path__", None):
-        return tuple(sorted({path for folder in package.__path__ for path in Path(folder).rglob("*.py")}))
-    origin = getattr(module, "__file__", None)
-    return (Path(origin),) if origin and origin.endswith(".py") else ()
-
-
-@functools.cache
-def framework_modules(adapter_class: Any) -> tuple[str, ...]:
-    """What a run of the adapter imports of its framework: the framework's import name, then every
-    module of the framework's package that the adapter's glue imports (the package of the adapter's
-    module, and of each class it derives from outside rlcompare). Importing only a framework's
-    top-level package would time (and introspect) next to nothing for a framework whose top level is
-    empty (``import skrl`` loads neither torch nor an agent) against everything for one whose top
-    level imports its whole API (``import stable_baselines3``)."""
-    name = getattr(adapter_class, "import_name", None)
-    if not name:
-        return ()
-    top = name.split(".")[0]
-    owners = [adapter_class.__module__] + [cls.__module__ for cls in adapter_class.__mro__[1:]
-                                           if cls.__module__.split(".")[0] not in ("rlcompare", "builtins", "abc")]
-    files = dict.fromkeys(path for owner in owners for path in _glue_files(owner))
-    imported: list[str] = []
-    for path in files:
-        try:
-            imported += imported_modules(path.read_text(encoding="utf-8"), top)
-        except (OSError, SyntaxError, UnicodeDecodeError):
-            continue
-    return tuple(dict.fromkeys([name, *imported]))
 
 
 def as_modules(modules: str | Sequence[str]) -> list[str]:

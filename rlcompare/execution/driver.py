@@ -96,7 +96,7 @@ def run_spec(planned: PlannedRun, directory: RunDirectory, launched_at: float) -
         workload_derived=planned.workload.derived(), run_dir=str(directory.path), launched_at=launched_at,
         fidelity=tuple(planned.fidelity), distributions=tuple(planned.distributions),
         tolerance=planned.budget_tolerance, origin=planned.origin, environment=planned.environment,
-        parity=planned.parity,
+        parity=planned.parity, framework_modules=planned.framework_modules,
     )
 
 
@@ -375,6 +375,7 @@ def build_record(planned: PlannedRun, ending: Ending, curve: Sequence[CurvePoint
         environment_json=None if planned.environment is None else planned.environment.to_dict(),
         schedule_json=result.schedule,
         parity_json=None if planned.parity is None else list(planned.parity),
+        development_json=result.development,
         traceback=result.traceback or (ending.output_tail if status not in ("ok", "invalid") else None),
         note=ending.note,
     )

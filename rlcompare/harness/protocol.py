@@ -92,6 +92,8 @@ class RunSpec:
     environment: WorkerEnvironment | None = None
     #: The adapter's parity verdicts on the workload's family (kept for a later driver to store).
     parity: tuple[dict[str, Any], ...] | None = None
+    #: What the run imports of its framework, timed by the worker first thing (none: not timed).
+    framework_modules: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -102,6 +104,7 @@ class RunSpec:
             "tolerance": None if self.tolerance is None else self.tolerance.to_dict(), "origin": self.origin.to_dict(),
             "environment": None if self.environment is None else self.environment.to_dict(),
             "parity": None if self.parity is None else list(self.parity),
+            "framework_modules": list(self.framework_modules),
         }
 
     @classmethod
@@ -136,6 +139,7 @@ class RunSpec:
             origin=Origin.from_dict(values["origin"]) if values.get("origin") else UNKNOWN_ORIGIN,
             environment=WorkerEnvironment.from_dict(values["environment"]) if values.get("environment") else None,
             parity=_parity(values.get("parity"), where),
+            framework_modules=_names(values, "framework_modules", where),
         )
 
 
@@ -220,6 +224,10 @@ class RunResult:
     load_end: float | None = None
     load_cpus: int | None = None
     cpu_steal: float | None = None
+    #: What the worker measured of the framework where it imported it (first thing, in a fresh
+    #: interpreter): ``{"import": {...}, "api": {...}}``
+    #: (:func:`rlcompare.harness.framework_import.measure_in_this_interpreter`); None: not measured.
+    development: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = {item.name: getattr(self, item.name) for item in fields(self)}
@@ -263,7 +271,16 @@ class RunResult:
             load_end=_optional_number(values, "load_end", where),
             load_cpus=_optional_integer(values, "load_cpus", where),
             cpu_steal=_optional_number(values, "cpu_steal", where),
+            development=(None if values.get("development") is None
+                         else _table(values["development"], f"{where} field 'development'")),
         )
+
+
+def _names(values: Mapping[str, Any], name: str, where: str) -> tuple[str, ...]:
+    value = values.get(name) or []
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ProtocolError(f"{where}: field {name!r} must be a list of names")
+    return tuple(value)
 
 
 def _parity(value: Any, where: str) -> tuple[dict[str, Any], ...] | None:

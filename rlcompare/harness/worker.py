@@ -30,9 +30,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from rlcompare.harness.context import TrainingContext
 from rlcompare.harness.contract import Adapter
 from rlcompare.harness.driver_watch import ATTEMPT_ENV, watch_driver
+from rlcompare.harness.framework_import import measure_in_this_interpreter
 from rlcompare.harness.host import distribution_versions, host_info, loaded_versions
 from rlcompare.harness.protocol import RunResult, RunSpec
 from rlcompare.harness.run_directory import RunDirectory
@@ -54,6 +54,8 @@ def load_adapter_class(reference: str) -> type[Adapter]:
 
 def run_spec(spec: RunSpec) -> RunResult:
     """Train and evaluate one run as ``spec`` says; return its result."""
+    from rlcompare.harness.context import TrainingContext  # numpy and gymnasium: after the timed import
+
     workload = workload_view(spec.workload, spec.workload_derived)
     adapter = load_adapter_class(spec.adapter_class)()
     result = RunResult(run_id=spec.run_id, status="failed", host=host_info(),
@@ -82,6 +84,18 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
 
 
+def measure_framework(data: Any) -> dict[str, Any] | None:
+    """The framework's cold import, timed first thing in this fresh interpreter (before numpy,
+    gymnasium and the harness's own modules, as a fresh interpreter of the cold-import criterion
+    times it), and its public API walked: what the development criteria read from the store instead
+    of starting interpreters of their own (:mod:`rlcompare.harness.framework_import`). None when the
+    spec names no framework modules."""
+    modules = data.get("framework_modules") if isinstance(data, dict) else None
+    if not isinstance(modules, list) or not modules or not all(isinstance(name, str) for name in modules):
+        return None
+    return measure_in_this_interpreter(modules)
+
+
 def main(argv: list[str] | None = None) -> int:
     watch_driver()  # first: a worker whose driver dies stops, whatever it is doing
     argv = sys.argv[1:] if argv is None else argv
@@ -91,12 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(data, dict) and isinstance(data.get("run_dir"), str):
         # every process this run starts is marked with the attempt, whatever backend started it
         os.environ.setdefault(ATTEMPT_ENV, data["run_dir"])
+    development = measure_framework(data)
     try:
         spec = RunSpec.from_dict(data)
         result = run_spec(spec)
     except Exception as exc:  # noqa: BLE001 - e.g. the adapter's plugin vanished; still a result
         result = RunResult(run_id=run_id, status="failed", error=_first_line(exc), traceback=traceback.format_exc())
-    result = dataclasses.replace(result, worker_seconds=time.time() - started)
+    result = dataclasses.replace(result, worker_seconds=time.time() - started, development=development)
     # atomic and synced: the driver (or the next one, if this one died) never reads half a result
     RunDirectory(Path(data["run_dir"])).write_result(result)
     sys.stdout.flush()

@@ -10,6 +10,7 @@ from typing import Any
 from rlcompare.errors import IncompatibleError, UnknownNameError, UsageError
 from rlcompare.harness.contract import Adapter
 from rlcompare.harness.fidelity import Fidelity, FidelityEntry
+from rlcompare.harness.framework_import import framework_modules
 from rlcompare.harness.protocol import UNKNOWN_ORIGIN, Origin, WorkerEnvironment
 from rlcompare.harness.validity import BudgetTolerance, grain_refusal
 from rlcompare.plan.catalogue import PlanCatalogue
@@ -39,6 +40,9 @@ class PlannedRun:
     #: The parity verdicts of the adapter on the workload's family (:mod:`rlcompare.plan.parity`);
     #: None: not probed.
     parity: tuple[dict[str, Any], ...] | None = None
+    #: What a run imports of the framework (:func:`rlcompare.harness.framework_import.framework_modules`):
+    #: its worker times that import first thing and records it with the run.
+    framework_modules: tuple[str, ...] = ()
 
     @property
     def budget_tolerance(self) -> BudgetTolerance:
@@ -141,9 +145,14 @@ def build_plan(
                 plan.refused.append(RefusedPair(workload, adapter.id, adapter.framework, str(refusal), origin))
                 continue
             fidelity = tuple(entry.to_dict() for entry in entries)
+            try:
+                modules = framework_modules(type(adapter))
+            except Exception:  # noqa: BLE001 - a plugin's odd class costs only its in-run import figure
+                modules = ()
             for seed in workload.seed_values:
                 plan.runs.append(PlannedRun(workload, adapter.id, adapter.framework, seed, tolerance, origin,
-                                            adapter_reference(type(adapter)), fidelity, tuple(adapter.distributions)))
+                                            adapter_reference(type(adapter)), fidelity, tuple(adapter.distributions),
+                                            framework_modules=modules))
     return plan
 
 

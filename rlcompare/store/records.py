@@ -93,6 +93,11 @@ class RunRecord:
     #: The parity verdicts of the run's adapter on its algorithm family, for the framework version it
     #: ran (``rlcompare parity``), each as :meth:`rlcompare.parity.verdict.ParityVerdict.to_dict`.
     parity_json: list[dict[str, Any]] | None = None
+    #: What the run's worker measured of its framework where it imported it, first thing in its
+    #: fresh interpreter: ``{"import": {...}, "api": {...}}``
+    #: (:func:`rlcompare.harness.framework_import.measure_in_this_interpreter`), read by the
+    #: development criteria.
+    development_json: dict[str, Any] | None = None
     traceback: str | None = None
     #: What happened to a run on its way that is not an error (e.g. re-run after losing its cluster
     #: node, and on which node it finished).

@@ -30,7 +30,7 @@ from rlcompare.store.records import RunRecord
 if TYPE_CHECKING:
     import pandas as pd
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 #: Run statuses (see :mod:`rlcompare.store.records`).
 STATUSES = records.STATUSES
@@ -163,8 +163,16 @@ def _migrate_6_to_7(connection: sqlite3.Connection) -> None:
         connection.execute("ALTER TABLE runs ADD COLUMN note TEXT")
 
 
+def _migrate_7_to_8(connection: sqlite3.Connection) -> None:
+    """Version 8 records what each run's worker measured of its framework where it imported it (the
+    cold import, the public API: ``runs.development_json``). Older runs have it NULL: the development
+    criteria measure those frameworks in fresh interpreters, as before."""
+    if "development_json" not in {row[1] for row in connection.execute("PRAGMA table_info(runs)")}:
+        connection.execute("ALTER TABLE runs ADD COLUMN development_json TEXT")
+
+
 _MIGRATIONS = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4, 4: _migrate_4_to_5, 5: _migrate_5_to_6,
-               6: _migrate_6_to_7}
+               6: _migrate_6_to_7, 7: _migrate_7_to_8}
 
 
 #: ``PRAGMA application_id`` of an rlcompare store ("RLCP"): a file without it (and without the
