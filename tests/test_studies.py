@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rlcompare.cli.main import main
@@ -193,6 +193,8 @@ def test_seconds_are_compared_only_as_ratios_and_a_reversed_order_is_said() -> N
 @settings(max_examples=60, deadline=None)
 @given(a=st.lists(st.floats(1.0, 100.0), min_size=2, max_size=6), b=st.lists(st.floats(1.0, 100.0), min_size=2, max_size=6),
        pa=st.floats(1.0, 100.0), pb=st.floats(1.0, 100.0))
+# a bootstrap bound equal to the published ratio: a / b one way, 1 / (b / a) the other, apart in the last bit
+@example(a=[4.0, 3.953125], b=[1.0, 1.75], pa=3.953125, pb=1.75)
 def test_a_ratio_verdict_does_not_depend_on_which_framework_comes_first(a: list[float], b: list[float], pa: float,
                                                                           pb: float) -> None:
     forward, = _judge([_row("a", "time_to_threshold_seconds", pa), _row("b", "time_to_threshold_seconds", pb)],

@@ -73,7 +73,11 @@ class Interval:
     high: float
 
     def overlaps(self, other: Interval) -> bool:
-        return self.low <= other.high and other.low <= self.high
+        """Whether the two share a point; bounds that touch up to rounding do (a ratio's bound computed
+        as ``a / b`` and as ``1 / (b / a)`` differs in its last bits, and a claim and its reverse must
+        get one verdict)."""
+        slack = 1e-9 * max(abs(self.low), abs(self.high), abs(other.low), abs(other.high), 1.0)
+        return self.low <= other.high + slack and other.low <= self.high + slack
 
     def format(self) -> str:
         if self.low == self.high:
