@@ -30,7 +30,7 @@ def rlcompare_register_algorithms(register: Register) -> None:
 
     Called before every other registration hook, so a plugin's workloads may name its families.
     Workloads then validate ``algorithm`` against the registered names and ``hyperparameters``
-    against the family's model; a built-in name (PPO, A2C, DQN, SAC, ES) cannot be taken over.
+    against the family's model; a built-in name (PPO, A2C, DQN, SAC, TD3, DDPG, ES) cannot be taken over.
     """
 
 

@@ -1,4 +1,4 @@
-"""The A2C and SAC reference updates: deterministic probes with terminations and truncations, variants
+"""The A2C, SAC, TD3 and DDPG reference updates: deterministic probes with terminations and truncations, variants
 that each show on some probe, Stable-Baselines3 (the model of both canonical updates) verified on
 every probe, and an SB3 configured differently in one known way caught with the variant that names it."""
 
@@ -15,9 +15,10 @@ from rlcompare.parity.a2c import A2CReference
 from rlcompare.parity.reference import ProbeCase, ReferenceUpdate
 from rlcompare.parity.runner import Interpreter, ParityRequest, ask_many
 from rlcompare.parity.sac import SACReference
+from rlcompare.parity.td3 import DDPGReference, TD3Reference
 from rlcompare.parity.verdict import DIFFERS, VERIFIED, compare, judge
 
-REFERENCES = [A2CReference(), SACReference()]
+REFERENCES = [A2CReference(), SACReference(), TD3Reference(), DDPGReference()]
 
 
 def _probe(reference: ReferenceUpdate, case: ProbeCase) -> ParityProbe:
@@ -55,6 +56,28 @@ def test_sac_probe_has_distinct_targets_a_live_temperature_and_actions_in_the_po
     assert {"critic1_target.out.weight", "critic2_target.0.bias", "log_alpha"} <= set(expected.updated)
 
 
+@pytest.mark.parametrize("reference", [TD3Reference(), DDPGReference()], ids=lambda reference: reference.family)
+def test_td3_and_ddpg_probes_have_lagging_targets_and_move_actor_critics_and_targets(reference: ReferenceUpdate) -> None:
+    """Two critics for TD3, one for DDPG; every target lags its online network; the probe's delay of 1
+    steps the actor and moves every target (a delay of 2 would leave the actor unmoved on the first
+    critic step), and its smoothing noise is 0 (the reference is deterministic and says so)."""
+    probe = _probe(reference, reference.cases()[0])
+    critics = ("critic1", "critic2") if reference.family == "TD3" else ("critic1",)
+    assert {name.split(".")[0] for name in probe.weights} == {"actor", "actor_target", *critics,
+                                                                *(f"{c}_target" for c in critics)}
+    for prefix in ("actor", *critics):
+        assert not np.allclose(probe.weights[f"{prefix}.0.weight"], probe.weights[f"{prefix}_target.0.weight"])
+    expected = reference.expected(probe)
+    assert {"actor.out.weight", "actor_target.out.weight", f"{critics[-1]}_target.0.bias"} <= set(expected.updated)
+    assert probe.hyperparameters.get("policy_delay", 1) == 1
+    if reference.family == "TD3":
+        assert probe.hyperparameters["target_policy_noise"] == 0.0
+        noisy = ParityProbe(**{**probe.__dict__, "hyperparameters": {**probe.hyperparameters,
+                                                                     "target_policy_noise": 0.2}})
+        with pytest.raises(ValueError, match="target_policy_noise must be 0"):
+            reference.expected(noisy)
+
+
 @pytest.mark.parametrize("reference", REFERENCES, ids=lambda reference: reference.family)
 def test_every_variant_shows_in_the_gradients_or_updates_of_some_probe(reference: ReferenceUpdate) -> None:
     probes = {case.name: (case, _probe(reference, case)) for case in reference.cases()}
@@ -85,7 +108,8 @@ def sb3() -> type:
 
 #: The probes SB3 is asked, by test id.
 SB3_PROBES = {"A2C-discrete": (A2CReference(), "discrete"), "A2C-discrete-rmsprop": (A2CReference(), "discrete-rmsprop"),
-              "A2C-continuous": (A2CReference(), "continuous"), "SAC-continuous": (SACReference(), "continuous")}
+              "A2C-continuous": (A2CReference(), "continuous"), "SAC-continuous": (SACReference(), "continuous"),
+              "TD3-continuous": (TD3Reference(), "continuous"), "DDPG-continuous": (DDPGReference(), "continuous")}
 
 
 @pytest.fixture(scope="module")
@@ -174,3 +198,30 @@ def test_sb3_sac_with_adam_eps_1e5_is_caught(sb3: type, monkeypatch: pytest.Monk
     verdict = _sb3_verdict(sb3, SACReference(), "continuous")
     assert verdict.status == DIFFERS and verdict.variant == ("adam_eps_1e-5",), verdict.summary()
     assert verdict.defaults["adam_eps"] == 1e-5
+
+
+@pytest.mark.framework
+def test_sb3_td3_with_half_the_critic_loss_is_caught(sb3: type, monkeypatch: pytest.MonkeyPatch) -> None:
+    """TD3's critic loss with a factor 1/2 (as frameworks that halve each MSE do), where SB3 sums them."""
+    import stable_baselines3.td3.td3 as sb3_td3
+
+    mse_loss = sb3_td3.F.mse_loss
+    monkeypatch.setattr(sb3_td3.F, "mse_loss", lambda *args, **kwargs: 0.5 * mse_loss(*args, **kwargs))
+    verdict = _sb3_verdict(sb3, TD3Reference(), "continuous")
+    assert verdict.status == DIFFERS and verdict.variant == ("critic_loss_half",), verdict.summary()
+
+
+@pytest.mark.framework
+def test_sb3_ddpg_with_adam_eps_1e5_is_caught(sb3: type, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SB3's DDPG with ``policy_kwargs=dict(optimizer_kwargs=dict(eps=1e-5))`` (actor and critic)."""
+    import stable_baselines3
+
+    class DDPGWithEps(stable_baselines3.DDPG):
+        def __init__(self, *args: Any, policy_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+            super().__init__(*args, policy_kwargs={**(policy_kwargs or {}), "optimizer_kwargs": {"eps": 1e-5}},
+                             **kwargs)
+
+    monkeypatch.setattr(stable_baselines3, "DDPG", DDPGWithEps)
+    verdict = _sb3_verdict(sb3, DDPGReference(), "continuous")
+    assert verdict.status == DIFFERS and verdict.variant == ("adam_eps_1e-5",), verdict.summary()
+    assert verdict.defaults["adam_eps"] == 1e-5 and verdict.defaults["n_critics"] == 1

@@ -114,6 +114,23 @@ def test_the_builtin_studies_load_and_their_rows_cite_commits() -> None:
         assert row.n == 1 and row.std_over == "episodes"
 
 
+def test_every_zoo_cell_can_be_planned_now_that_td3_is_a_family_and_one_cell_can_be_chosen() -> None:
+    """The zoo's TD3 row was a cell that could not be planned while no TD3 family existed; its cell
+    carries the zoo's td3.yml settings. ``--cells`` plans that cell alone."""
+    from rlcompare.cli.study import study_plan
+
+    plugins = build_plugin_manager(autoload=False)
+    zoo = plugins.study("sb3-zoo")
+    plan = study_plan(plugins, zoo)
+    assert plan.unrunnable == []
+    td3 = study_plan(plugins, zoo, cells=["td3-pendulum"])
+    assert [run.run_id for run in td3.runs] == [f"sb3-zoo--td3-pendulum__sb3__s{seed}" for seed in range(3)]
+    workload = td3.runs[0].workload
+    assert workload.algorithm == "TD3" and workload.hyperparameters.learning_starts == 10_000
+    assert workload.hyperparameters.exploration_noise == 0.1 and workload.hyperparameters.gamma == 0.98
+    assert list(workload.network.hidden_sizes) == [400, 300]
+
+
 # -- verdicts ----------------------------------------------------------------------------------------
 
 
@@ -261,6 +278,8 @@ def test_a_study_runs_and_its_report_judges_every_claim(standin: None, tmp_path:
     assert main(["study", "plan", "standin", "--json"]) == 0
     planned = json.loads(capsys.readouterr().out)
     assert [run["run_id"] for run in planned["runs"]] == ["standin--cart__fake__s0", "standin--cart__fake__s1"]
+    assert main(["study", "plan", "standin", "--cells", "cart", "--json"]) == 0  # one cell: all there is here
+    assert json.loads(capsys.readouterr().out)["runs"] == planned["runs"]
     assert planned["refused"] == [{"workload": "standin--cart", "adapter": "ghost",
                                    "reason": "adapter 'ghost' is not installed"}]
     assert main(["study", "run", "standin", "--store", str(store), "--jobs", "2"]) == 0
@@ -303,6 +322,9 @@ def test_bad_study_input_is_one_line_and_exit_2(standin: None, tmp_path: Path,
     assert "unknown study 'standn'; did you mean 'standin'?" in capsys.readouterr().err
     assert main(["study", "plan", "standin", "--adapters", "sb3"]) == 2
     assert "names no row of adapter 'sb3'" in capsys.readouterr().err
+    assert main(["study", "plan", "standin", "--cells", "cart,\x1b[2Jpole"]) == 2
+    err = capsys.readouterr().err
+    assert "--cells: study 'standin' has no cell '\\x1b[2Jpole' (its cells: cart)" in err and "\x1b" not in err
     missing = tmp_path / "none.db"
     assert main(["study", "report", "standin", "--store", str(missing), "--out", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err

@@ -26,6 +26,10 @@ TINY = {
     "DQN": {"env": "CartPole-v1", "env_steps": 600, "hyperparameters": {"learning_starts": 100, "buffer_size": 1000}},
     "SAC": {"env": "Pendulum-v1", "env_steps": 300,
             "hyperparameters": {"learning_starts": 100, "minibatch_size": 32, "buffer_size": 1000}},
+    "TD3": {"env": "Pendulum-v1", "env_steps": 300,
+            "hyperparameters": {"learning_starts": 100, "minibatch_size": 32, "buffer_size": 1000, "policy_delay": 3}},
+    "DDPG": {"env": "Pendulum-v1", "env_steps": 300,
+             "hyperparameters": {"learning_starts": 100, "minibatch_size": 32, "buffer_size": 1000}},
     # one environment per subprocess (SubprocVectorEnv): the harness must count steps made there
     "PPO-SUBPROC": {"algorithm": "PPO", "env": "CartPole-v1", "env_steps": 512, "parallelism": {"workers": 2},
                     "hyperparameters": {"rollout_steps": 64, "minibatch_size": 32, "epochs": 2}},
@@ -97,8 +101,100 @@ def test_tianshou_native_config_follows_the_canonical_settings(tianshou_store: S
     assert dqn["prefill"] == {"n_step": 100}
     sac = json.loads(runs.loc["tiny-sac__tianshou__s0"]["native_config_json"])
     assert sac["algorithm"]["alpha"].startswith("AutoAlpha(target_entropy=-dim(A)")
+    td3 = json.loads(runs.loc["tiny-td3__tianshou__s0"]["native_config_json"])
+    assert td3["algorithm"] == {"gamma": 0.99, "tau": 0.005, "update_actor_freq": 3, "policy_noise": 0.2,
+                                "noise_clip": 0.5, "n_step_return_horizon": 1}
+    assert td3["network"]["layout"] == {"actor": [64, 64], "critic1": [64, 64], "critic2": [64, 64]}
+    ddpg = json.loads(runs.loc["tiny-ddpg__tianshou__s0"]["native_config_json"])
+    assert ddpg["algorithm"] == {"gamma": 0.99, "tau": 0.005, "n_step_return_horizon": 1}
+    assert ddpg["network"]["layout"] == {"actor": [64, 64], "critic": [64, 64]}
+    for native in (td3, ddpg):
+        # Gaussian noise of 0.1 half-widths on the action scaled to [-1, 1], added by the collector
+        assert native["policy"] == {"exploration_noise": 0.1, "action_scaling": True, "action_bound_method": "clip"}
+        assert native["collector_exploration_noise"] is True
+        assert native["trainer"] == {"batch_size": 32, "collection_step_num_env_steps": 1,
+                                     "update_step_num_gradient_steps_per_sample": 1.0}
     subproc = json.loads(runs.loc["tiny-ppo-subproc__tianshou__s0"]["native_config_json"])
     assert subproc["venv"] == {"class": "SubprocVectorEnv", "n_envs": 2}
+
+
+@pytest.mark.parametrize("algorithm", ["TD3", "DDPG"])
+def test_tianshou_td3_and_ddpg_follow_the_canonical_schedule(tianshou_store: Store, algorithm: str) -> None:
+    """Traced from inside Tianshou: one critic step per env step after learning_starts, the actor
+    stepped and the targets moved every policy_delay-th critic step (TD3: 3 here) or after every one
+    (DDPG), nothing reported as departing from the canonical schedule; what Tianshou does differently
+    is in the notes of the settings it touches, marked approximate."""
+    from rlcompare.parity.schedules import canonical_schedule
+
+    workload = _workload(algorithm, TINY[algorithm])
+    run = tianshou_store.runs_frame().set_index("run_id").loc[f"tiny-{algorithm.lower()}__tianshou__s0"]
+    traced = json.loads(run["schedule_json"])
+    canonical = canonical_schedule(workload.to_dict())
+    assert traced["gradient_step"]["count"] == canonical["gradient_steps"] == 200
+    assert traced["gradient_step"]["first_env_step"] == canonical["first_gradient_step"] == 101
+    assert traced["update"]["count"] == canonical["updates"] == 200
+    syncs = traced["target_sync"]
+    assert syncs["mean_effective_interval_gradient_steps"] == canonical["target_sync_interval_gradient_steps"]
+    assert syncs["max_interval_gradient_steps"] == (3 if algorithm == "TD3" else 1)
+    # TD3: Tianshou moves the targets after critic steps 1, 4, ..., 199 (67), not 3, 6, ..., 198 (66)
+    assert syncs["count"] == (67 if algorithm == "TD3" else 200) and syncs["first_env_step"] == 101
+    assert "exploration" not in traced
+    fidelity = {item["setting"]: item for item in json.loads(run["fidelity_json"])}
+    departures = [name for name in fidelity if name.startswith(("schedule.", "defaults."))]
+    # TD3: the phase check sees the first actor step and target sync after critic step 1, canonical 3
+    assert departures == (["schedule.target_sync_first_gradient_step"] if algorithm == "TD3" else []), fidelity
+    if algorithm == "TD3":
+        phase = fidelity["schedule.target_sync_first_gradient_step"]
+        assert (phase["native_value"], phase["value"]) == (1.0, 3.0) and phase["status"] == "approximate"
+    statuses = {name.removeprefix("hyperparameters."): item["status"] for name, item in fidelity.items()
+                if name.startswith("hyperparameters.")}
+    approximate = {"exploration_noise"} | ({"policy_delay", "target_policy_noise"} if algorithm == "TD3" else set())
+    assert statuses == {key: "approximate" if key in approximate else "exact"
+                        for key in type(workload.hyperparameters).model_fields if key != "algorithm"}
+    noise = fidelity["hyperparameters.exploration_noise"]
+    assert noise["native_name"] == "policy.exploration_noise" and noise["native_value"] == 0.1
+    assert "no conversion" in noise["note"] and "unclipped" in noise["note"]
+    if algorithm == "TD3":
+        assert fidelity["hyperparameters.policy_delay"]["native_name"] == "algorithm.update_actor_freq"
+        assert "1, 4, 7" in fidelity["hyperparameters.policy_delay"]["note"]
+        assert "does not clamp" in fidelity["hyperparameters.target_policy_noise"]["note"]
+
+
+def test_tianshou_td3_fidelity_follows_the_noise_settings() -> None:
+    """Without noise nothing is left to clip, so the noise settings map exactly; a canonical noise clip
+    of 0 (no smoothing noise at all) reaches Tianshou, which reads noise_clip 0 as 'no clip', as
+    policy_noise 0; a policy delay of 1 has no phase to differ in."""
+    from rlcompare_tianshou import TianshouAdapter
+
+    adapter = TianshouAdapter()
+    td3 = workload_from_dict(
+        {"id": "td3", "env": "Pendulum-v1", "algorithm": "TD3", "env_steps": 1000,
+         "hyperparameters": {"exploration_noise": 0.0, "target_noise_clip": 0.0, "policy_delay": 1}}, "test")
+    config, entries = adapter.native_config(td3)
+    fidelity = {item.setting: item for item in entries}
+    assert {name: item.status.value for name, item in fidelity.items() if name.startswith("hyperparameters.")} == {
+        f"hyperparameters.{key}": "exact" for key in type(td3.hyperparameters).model_fields if key != "algorithm"}
+    assert config["algorithm"]["policy_noise"] == 0.0 and config["algorithm"]["noise_clip"] == 0.0
+    assert fidelity["hyperparameters.target_policy_noise"].native_value == 0.0
+    assert config["policy"]["exploration_noise"] == 0.0
+    ddpg = workload_from_dict({"id": "ddpg", "env": "Pendulum-v1", "algorithm": "DDPG", "env_steps": 1000,
+                               "parallelism": {"envs_per_worker": 2}, "hyperparameters": {"train_every": 3}}, "test")
+    fidelity = {item.setting: item for item in adapter.fidelity(ddpg)}
+    assert fidelity["hyperparameters.train_every"].status.value == "approximate"
+    assert fidelity["hyperparameters.exploration_noise"].status.value == "approximate"
+    assert not [name for name in fidelity if name.startswith("defaults.")]  # DDPG has no reference update
+
+
+@pytest.mark.parametrize("family", ["TD3", "DDPG"])
+def test_tianshou_has_no_td3_or_ddpg_parity_probe(family: str) -> None:
+    from rlcompare_tianshou import TianshouAdapter
+
+    from rlcompare.harness.parity import ParityProbe
+
+    probe = ParityProbe(family, {"kind": "continuous", "shape": [1], "low": [-2.0], "high": [2.0]}, 3,
+                        {"hidden_sizes": [8], "activation": "tanh"}, {}, {}, {})
+    outcome = TianshouAdapter().parity_update(probe)
+    assert outcome.status == "unverifiable" and family in outcome.reason
 
 
 def test_tianshou_s_compiled_helpers_are_kept_where_the_run_says(tianshou_store: Store) -> None:
@@ -152,6 +248,8 @@ def test_tianshou_listing_and_fidelity_do_not_import_the_framework() -> None:
     code = ("import sys; from rlcompare_tianshou import TianshouAdapter; from rlcompare.spec.workload import "
             "workload_from_dict; w = workload_from_dict({'id': 'x', 'env': 'CartPole-v1', 'algorithm': 'SAC', "
             "'env_steps': 10}, 't'); TianshouAdapter().fidelity(w); TianshouAdapter().capabilities(); "
+            "TianshouAdapter().fidelity(workload_from_dict({'id': 'y', 'env': 'Pendulum-v1', 'algorithm': 'TD3', "
+            "'env_steps': 10}, 't')); "
             "print(sorted(m for m in ('torch', 'tianshou') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
@@ -160,6 +258,9 @@ def test_tianshou_listing_and_fidelity_do_not_import_the_framework() -> None:
 @pytest.mark.parametrize(("spec", "reason"), [
     ({"env": "Pendulum-v1", "algorithm": "DQN"}, "DQN runs on discrete action spaces only, Pendulum-v1 has continuous"),
     ({"env": "CartPole-v1", "algorithm": "SAC"}, "SAC runs on continuous action spaces only, CartPole-v1 has discrete"),
+    ({"env": "CartPole-v1", "algorithm": "TD3"}, "TD3 runs on continuous action spaces only, CartPole-v1 has discrete"),
+    ({"env": "CartPole-v1", "algorithm": "DDPG"},
+     "DDPG runs on continuous action spaces only, CartPole-v1 has discrete"),
     ({"env": "CartPole-v1", "algorithm": "PPO", "parallelism": {"workers": 2, "mode": "async"}},
      "async sampling is not offered"),
 ])

@@ -25,6 +25,10 @@ TINY = {
     "DQN": {"env": "CartPole-v1", "env_steps": 600, "hyperparameters": {"learning_starts": 100, "buffer_size": 1000}},
     "SAC": {"env": "Pendulum-v1", "env_steps": 300,
             "hyperparameters": {"learning_starts": 100, "minibatch_size": 32, "buffer_size": 1000}},
+    "TD3": {"env": "Pendulum-v1", "env_steps": 300,
+            "hyperparameters": {"learning_starts": 100, "minibatch_size": 32, "buffer_size": 1000, "policy_delay": 3}},
+    "DDPG": {"env": "Pendulum-v1", "env_steps": 300,
+             "hyperparameters": {"learning_starts": 100, "minibatch_size": 32, "buffer_size": 1000}},
     # two worker processes (MultiSyncCollector), each with its own env: the harness must count their steps
     "PPO-WORKERS": {"algorithm": "PPO", "env": "CartPole-v1", "env_steps": 512, "parallelism": {"workers": 2},
                     "hyperparameters": {"rollout_steps": 64, "minibatch_size": 32, "epochs": 2}},
@@ -32,6 +36,9 @@ TINY = {
     "DQN-ASYNC": {"algorithm": "DQN", "env": "CartPole-v1", "env_steps": 600,
                   "parallelism": {"workers": 2, "mode": "async"},
                   "hyperparameters": {"learning_starts": 100, "buffer_size": 1000}},
+    # TD3 collected asynchronously: the actor and its exploration module run in two worker processes
+    "TD3-ASYNC": {"algorithm": "TD3", "env": "Pendulum-v1", "env_steps": 300, "parallelism": {"workers": 2, "mode": "async"},
+                  "hyperparameters": {"learning_starts": 100, "minibatch_size": 32, "buffer_size": 1000}},
 }
 
 
@@ -77,7 +84,7 @@ def test_torchrl_run_is_valid_and_stored_with_curve_versions_and_fidelity(torchr
     assert [64, 64] in fidelity["network.hidden_sizes"]["native_value"].values()
     native = json.loads(run["native_config_json"])
     assert native["loss"]["class"] == {"PPO": "ClipPPOLoss", "A2C": "A2CLoss", "DQN": "DQNLoss",
-                                       "SAC": "SACLoss"}[workload.algorithm]
+                                       "SAC": "SACLoss", "TD3": "TD3Loss", "DDPG": "DDPGLoss"}[workload.algorithm]
     assert native["network"]["activation"] == "torch.nn.Tanh"
     curves = torchrl_store.curves_frame()
     curve = curves[curves["run_id"] == run.name]
@@ -108,6 +115,44 @@ def test_torchrl_native_config_follows_the_canonical_settings(torchrl_store: Sto
     asynchronous = json.loads(runs.loc["tiny-dqn-async__torchrl__s0"]["native_config_json"])
     assert asynchronous["collector"]["class"] == "MultiAsyncCollector"
     assert asynchronous["collector"]["frames_per_batch"] == 2  # each worker's share of train_every
+
+
+def test_torchrl_td3_and_ddpg_native_config_holds_the_noise_in_env_units(torchrl_store: Store) -> None:
+    """TorchRL adds TD3's noises in env units: on Pendulum (actions in [-2, 2], half-width 2) the
+    canonical 0.2 / 0.5 / 0.1 half-widths reach TD3Loss and AdditiveGaussianModule as 0.4 / 1.0 / 0.2."""
+    runs = torchrl_store.runs_frame().set_index("run_id")
+    td3 = json.loads(runs.loc["tiny-td3__torchrl__s0"]["native_config_json"])
+    assert td3["loss"]["policy_noise"] == pytest.approx(0.4) and td3["loss"]["noise_clip"] == pytest.approx(1.0)
+    assert td3["loss"]["num_qvalue_nets"] == 2 and td3["loss"]["loss_function"] == "l2"
+    assert td3["loss"]["delay_actor"] is True and td3["loss"]["delay_qvalue"] is True
+    assert td3["AdditiveGaussianModule"] == {"std": pytest.approx(0.2)}
+    assert td3["SoftUpdate"] == {"tau": 0.005} and td3["schedule"]["policy_delay"] == 3
+    assert td3["collector"]["init_random_frames"] == 100 and td3["collector"]["frames_per_batch"] == 1
+    ddpg = json.loads(runs.loc["tiny-ddpg__torchrl__s0"]["native_config_json"])
+    assert ddpg["loss"]["delay_actor"] is True and ddpg["loss"]["delay_value"] is True  # SB3's DDPG has a target actor
+    assert "policy_noise" not in ddpg["loss"] and ddpg["schedule"]["policy_delay"] == 1
+    assert ddpg["AdditiveGaussianModule"] == {"std": pytest.approx(0.2)}
+    asynchronous = json.loads(runs.loc["tiny-td3-async__torchrl__s0"]["native_config_json"])
+    assert asynchronous["collector"]["class"] == "MultiAsyncCollector"
+    assert asynchronous["collector"]["frames_per_batch"] == 1  # each worker's share of train_every
+    assert asynchronous["AdditiveGaussianModule"] == {"std": pytest.approx(0.2)}
+
+
+@pytest.mark.parametrize("algorithm", ["TD3", "DDPG"])
+def test_torchrl_td3_and_ddpg_follow_the_canonical_schedule(torchrl_store: Store, algorithm: str) -> None:
+    """Traced from inside the training loop: one critic step per env step from learning_starts on,
+    the actor and the targets moved after every policy_delay-th critic step over the run (TD3: 3
+    here) or every one (DDPG), nothing reported as departing from the canonical schedule."""
+    run = torchrl_store.runs_frame().set_index("run_id").loc[f"tiny-{algorithm.lower()}__torchrl__s0"]
+    traced = json.loads(run["schedule_json"])
+    assert traced["gradient_step"]["count"] == pytest.approx(200, abs=2)
+    assert traced["update"]["count"] == pytest.approx(200, abs=2)
+    delay = 3 if algorithm == "TD3" else 1
+    assert traced["target_sync"]["count"] == traced["gradient_step"]["count"] // delay
+    assert traced["target_sync"]["mean_effective_interval_gradient_steps"] == pytest.approx(delay)
+    assert traced["target_sync"]["max_interval_gradient_steps"] == delay
+    fidelity = {item["setting"]: item for item in json.loads(run["fidelity_json"])}
+    assert not [name for name in fidelity if name.startswith("schedule.")], fidelity
 
 
 def test_torchrl_worker_processes_are_counted_by_the_harness(torchrl_store: Store) -> None:
@@ -144,6 +189,8 @@ def test_torchrl_listing_and_fidelity_do_not_import_the_framework() -> None:
     code = ("import sys; from rlcompare_torchrl import TorchRLAdapter; from rlcompare.spec.workload import "
             "workload_from_dict; w = workload_from_dict({'id': 'x', 'env': 'CartPole-v1', 'algorithm': 'SAC', "
             "'env_steps': 10}, 't'); TorchRLAdapter().fidelity(w); TorchRLAdapter().capabilities(); "
+            "[TorchRLAdapter().fidelity(workload_from_dict({'id': a.lower(), 'env': 'Pendulum-v1', 'algorithm': a, "
+            "'env_steps': 10}, 't')) for a in ('TD3', 'DDPG')]; "
             "print(sorted(m for m in ('torch', 'torchrl', 'tensordict') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
@@ -152,8 +199,10 @@ def test_torchrl_listing_and_fidelity_do_not_import_the_framework() -> None:
 @pytest.mark.parametrize(("spec", "reason"), [
     ({"env": "Pendulum-v1", "algorithm": "DQN"}, "DQN runs on discrete action spaces only, Pendulum-v1 has continuous"),
     ({"env": "CartPole-v1", "algorithm": "SAC"}, "SAC runs on continuous action spaces only, CartPole-v1 has discrete"),
+    ({"env": "CartPole-v1", "algorithm": "TD3"}, "TD3 runs on continuous action spaces only, CartPole-v1 has discrete"),
+    ({"env": "CartPole-v1", "algorithm": "DDPG"}, "DDPG runs on continuous action spaces only, CartPole-v1 has discrete"),
     ({"env": "CartPole-v1", "algorithm": "PPO", "parallelism": {"workers": 2, "mode": "async"}},
-     "asynchronous collection .* is offered for the off-policy DQN and SAC only; PPO is on-policy"),
+     "asynchronous collection .* is offered for the off-policy DQN, SAC, TD3 and DDPG only; PPO is on-policy"),
 ])
 def test_torchrl_refuses_what_it_cannot_run(spec: dict, reason: str) -> None:
     workload = workload_from_dict({"id": "refused", "env_steps": 1000, "hyperparameters": {}, **spec}, "test")
@@ -190,3 +239,115 @@ def test_one_seed_gives_the_same_first_rollout_from_its_first_observation() -> N
     first, again, other = first_rollout(0), first_rollout(0), first_rollout(1)
     assert torch.equal(first[0], again[0]) and torch.equal(first[1], again[1])
     assert not torch.equal(first[0][..., 0, :], other[0][..., 0, :])  # the first observations depend on the seed
+
+
+@pytest.mark.parametrize("algorithm", ["TD3", "DDPG"])
+def test_torchrl_td3_and_ddpg_fidelity_maps_every_canonical_setting_honestly(algorithm: str) -> None:
+    """Every canonical TD3/DDPG setting is mapped; the noise scales are stated in the action range's
+    half-widths (TorchRL's are in env units, converted when the action space is known); the warm-up's
+    random actions carry no noise, as canonical. One ``defaults.*`` entry: the critics see the action in
+    the env's bounds (the reference update's ``critic_sees_env_actions`` variant)."""
+    from rlcompare_torchrl import TorchRLAdapter
+
+    adapter = TorchRLAdapter()
+    workload = workload_from_dict({"id": "det", "env": "Pendulum-v1", "algorithm": algorithm, "env_steps": 1000,
+                                   "hyperparameters": {}}, "test")
+    fidelity = {item.setting: item for item in adapter.fidelity(workload)}
+    canonical = {f"hyperparameters.{key}" for key in type(workload.hyperparameters).model_fields if key != "algorithm"}
+    assert canonical <= set(fidelity)
+    # the one departure read from TorchRL's code (declared, so a probe would find it named)
+    assert [name for name in fidelity if name.startswith(("defaults.", "schedule.", "parity."))] == [
+        "defaults.critic_action_space"]
+    assert fidelity["defaults.critic_action_space"].status.value == "approximate"
+    statuses = {name: fidelity[name].status.value for name in canonical}
+    assert statuses == dict.fromkeys(canonical, "exact")  # the warm-up's random actions carry no noise, as canonical
+    noise = fidelity["hyperparameters.exploration_noise"]
+    assert (noise.native_name, noise.native_value) == ("AdditiveGaussianModule.std", "0.1 x (high - low) / 2")
+    assert "no noise" in noise.note
+    assert fidelity["hyperparameters.tau"].native_name == "SoftUpdate.tau"
+    if algorithm == "TD3":
+        assert fidelity["hyperparameters.policy_delay"].native_value == 2
+        smoothing = fidelity["hyperparameters.target_policy_noise"]
+        assert (smoothing.native_name, smoothing.native_value) == ("loss.policy_noise", "0.2 x (high - low) / 2")
+        clip = fidelity["hyperparameters.target_noise_clip"]
+        assert (clip.native_name, clip.native_value) == ("loss.noise_clip", "0.5 x (high - low) / 2")
+    assert fidelity["network.hidden_sizes"].native_value == {
+        "actor": [64, 64], "qvalue (x2)" if algorithm == "TD3" else "qvalue": [64, 64]}
+    # without a warm-up, or without noise, exact too
+    for hyperparameters in ({"learning_starts": 0}, {"exploration_noise": 0.0}):
+        other = workload_from_dict({"id": "det", "env": "Pendulum-v1", "algorithm": algorithm, "env_steps": 1000,
+                                    "hyperparameters": hyperparameters}, "test")
+        entries = {item.setting: item for item in adapter.fidelity(other)}
+        assert entries["hyperparameters.exploration_noise"].status.value == "exact"
+    # several envs: the update interval is rounded to whole vector steps, as for SAC
+    vector = workload_from_dict({"id": "det", "env": "Pendulum-v1", "algorithm": algorithm, "env_steps": 1000,
+                                 "parallelism": {"envs_per_worker": 3}, "hyperparameters": {"train_every": 4}}, "test")
+    entries = {item.setting: item for item in adapter.fidelity(vector)}
+    assert entries["hyperparameters.train_every"].status.value == "approximate"
+
+
+@pytest.mark.parametrize("algorithm", ["TD3", "DDPG"])
+def test_torchrl_td3_and_ddpg_parity_is_unverifiable(algorithm: str) -> None:
+    """No TD3/DDPG parity probe exists yet: the adapter says so instead of answering."""
+    from types import SimpleNamespace
+
+    from rlcompare_torchrl import TorchRLAdapter
+
+    outcome = TorchRLAdapter().parity_update(SimpleNamespace(family=algorithm))  # type: ignore[arg-type]
+    assert outcome.status == "unverifiable"
+    assert outcome.reason == f"no {algorithm} probe is implemented for TorchRL"
+
+
+class _WideActions:
+    """A tiny continuous task whose two action dimensions have different half-widths (1 and 3)."""
+
+    ID = "rlcompare-test/WideActions-v0"
+
+    @classmethod
+    def register(cls) -> None:
+        import gymnasium
+        import numpy as np
+
+        class WideActions(gymnasium.Env):
+            observation_space = gymnasium.spaces.Box(-1.0, 1.0, (3,), np.float32)
+            action_space = gymnasium.spaces.Box(np.array([-1.0, -3.0], np.float32), np.array([1.0, 3.0], np.float32))
+
+            def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple:
+                super().reset(seed=seed)
+                return self.observation_space.sample(), {}
+
+            def step(self, action: np.ndarray) -> tuple:
+                return self.observation_space.sample(), -float(np.square(action).sum()), False, False, {}
+
+        if cls.ID not in gymnasium.envs.registry:
+            gymnasium.register(cls.ID, entry_point=WideActions, max_episode_steps=20)
+
+
+def test_torchrl_td3_noise_is_scaled_per_action_dimension() -> None:
+    """An action space whose dimensions differ in width gets one noise scale per dimension: TD3Loss's
+    target smoothing and clip and the exploration module's std, each canonical value x (high - low) / 2.
+    A tiny run trains through them (the critic steps, and the actor on every policy_delay-th)."""
+    import functools
+
+    from rlcompare_torchrl import TorchRLAdapter, build
+
+    from rlcompare.adapter import make_env
+    from rlcompare.harness.workload_view import workload_view
+
+    _WideActions.register()
+    spec = workload_from_dict({"id": "td3-wide", "algorithm": "TD3", "env": _WideActions.ID, "env_steps": 64,
+                               "seeds": 1, "hyperparameters": {"learning_starts": 16, "minibatch_size": 8,
+                                                               "buffer_size": 100, "policy_delay": 2}}, "test")
+    workload = workload_view(spec.model_dump(mode="json"), spec.derived())
+    config, _ = TorchRLAdapter().native_config(workload)
+    setup = build(workload, config, [functools.partial(make_env, workload.env, {})], 0)
+    try:
+        setup.run(lambda steps: None)
+    finally:
+        setup.close()
+    assert setup.native["loss"]["policy_noise"] == pytest.approx([0.2, 0.6])
+    assert setup.native["loss"]["noise_clip"] == pytest.approx([0.5, 1.5])
+    assert setup.native["AdditiveGaussianModule"]["std"] == pytest.approx([0.1, 0.3])
+    assert setup.loss.policy_noise.tolist() == pytest.approx([0.2, 0.6])
+    assert setup.extras["collect_policy"][-1].std.tolist() == pytest.approx([0.1, 0.3])
+    assert setup.env_steps == 64 and setup.critic_steps == 64 - 16 + 1

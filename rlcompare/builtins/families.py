@@ -1,4 +1,4 @@
-"""Built-in plugin registering the PPO, A2C, DQN, SAC and ES families
+"""Built-in plugin registering the PPO, A2C, DQN, SAC, TD3, DDPG and ES families
 (:mod:`rlcompare.spec.builtin_families`), each gradient family with its reference update
 (:mod:`rlcompare.parity.references`)."""
 

@@ -54,6 +54,8 @@ def add_commands(subparsers: Any) -> None:
         command.add_argument("name", metavar="NAME", help="a study id (`rlcompare study list`)")
         command.add_argument("--adapters", type=name_list, metavar="A,B",
                              help="only these of the study's adapters (default: every adapter its rows name)")
+        command.add_argument("--cells", type=name_list, metavar="C,D",
+                             help="only these of the study's cells (default: all; `rlcompare study plan NAME` lists them)")
         command.add_argument("--seeds", type=positive_int, metavar="N", help="seeds per cell (default: the study's)")
         command.add_argument("--json", action="store_true", help="machine-readable output")
         if name == "run":
@@ -81,9 +83,9 @@ class StudyPlan(Plan):
 
 
 def study_plan(plugins: Plugins, study: Study, adapters: list[str] | None = None,
-               seeds: int | None = None) -> StudyPlan:
-    """The runs of ``study``'s arms: each cell's workload with the adapters its published rows name
-    (those not installed, and the native arm, refused with the reason)."""
+               seeds: int | None = None, cells: list[str] | None = None) -> StudyPlan:
+    """The runs of ``study``'s arms: each cell's workload (or only ``cells``'s) with the adapters its
+    published rows name (those not installed, and the native arm, refused with the reason)."""
     catalogue = plugins.plan_catalogue()
     named = {row.adapter for row in study.published if row.adapter is not None}
     if adapters is not None:
@@ -91,9 +93,16 @@ def study_plan(plugins: Plugins, study: Study, adapters: list[str] | None = None
         if unknown:
             raise UsageError(f"--adapters: study {study.id!r} names no row of adapter {unknown[0]!r} "
                              f"(its adapters: {', '.join(sorted(named)) or 'none'})")
+    cell_ids = [cell.id for cell in study.cells]
+    if cells is not None:
+        unknown = [cell for cell in cells if cell not in cell_ids]
+        if unknown:
+            raise UsageError(f"--cells: study {study.id!r} has no cell {unknown[0]!r} (its cells: {', '.join(cell_ids)})")
     plan = Plan()
     unrunnable: list[Unplannable] = []
     for cell in study.cells:
+        if cells is not None and cell.id not in cells:
+            continue
         cell_adapters = [row.adapter for row in study.published
                          if row.cell == cell.id and row.adapter is not None
                          and (adapters is None or row.adapter in adapters)]
@@ -142,7 +151,7 @@ def _list(plugins: Plugins, args: argparse.Namespace) -> int:
 
 def _plan(plugins: Plugins, args: argparse.Namespace) -> int:
     study = _study(plugins, args.name)
-    plan = study_plan(plugins, study, args.adapters, args.seeds)
+    plan = study_plan(plugins, study, args.adapters, args.seeds, args.cells)
     if args.json:
         print(json.dumps({"runs": [{"run_id": r.run_id, "workload": r.workload.id, "adapter": r.adapter_id,
                                     "seed": r.seed} for r in plan.runs],
@@ -165,7 +174,7 @@ def _plan(plugins: Plugins, args: argparse.Namespace) -> int:
 def _run(plugins: Plugins, args: argparse.Namespace) -> int:
     study = _study(plugins, args.name)
     args.store = _store(args, study)
-    plan = study_plan(plugins, study, args.adapters, args.seeds)
+    plan = study_plan(plugins, study, args.adapters, args.seeds, args.cells)
     for refused in plan.refused:
         note(f"refused: {refused.workload.id} x {refused.adapter_id}: {refused.reason}")
     for cell in plan.unrunnable:

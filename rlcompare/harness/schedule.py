@@ -115,6 +115,7 @@ class ScheduleTrace:
                 "effective_count": series.effective,
                 "mean_effective_interval_env_steps": _mean_gap(series, 0),
                 "mean_effective_interval_gradient_steps": _mean_gap(series, 1),
+                "first_effective_gradient_step": None if series.effective_first is None else series.effective_first[1],
                 "samples": [list(sample) for sample in series.samples],
             }
         return out

@@ -7,7 +7,9 @@ from rlcompare.parity.dqn import DQNReference
 from rlcompare.parity.ppo import PPOReference
 from rlcompare.parity.reference import ReferenceUpdate
 from rlcompare.parity.sac import SACReference
+from rlcompare.parity.td3 import DDPGReference, TD3Reference
 
 REFERENCES: dict[str, type[ReferenceUpdate]] = {
     "PPO": PPOReference, "A2C": A2CReference, "DQN": DQNReference, "SAC": SACReference,
+    "TD3": TD3Reference, "DDPG": DDPGReference,
 }

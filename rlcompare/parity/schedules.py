@@ -19,6 +19,11 @@ every environment of the run):
   linearly from ``exploration_initial_eps`` to ``exploration_final_eps`` over the first
   ``exploration_fraction`` of the budget, then stays.
 - **SAC**: as DQN for updates; the targets move by one Polyak step after every gradient step.
+- **TD3**: as SAC for updates; the actor steps, and the targets move by one Polyak step, after every
+  ``policy_delay``-th critic gradient step (counted over the whole run, as TD3's authors and SB3
+  count it): the first after critic step ``policy_delay``, which the phase check compares exactly (a
+  framework that steps the actor after critic steps 1, d + 1, ... keeps the interval but not the
+  phase). **DDPG**: TD3 with a delay of 1.
 
 A difference is reported with its size when it exceeds :data:`RELATIVE_TOLERANCE` (counts and
 intervals) or :data:`EPSILON_TOLERANCE` (exploration, from 1% of the budget on: SB3 picks its very
@@ -65,7 +70,7 @@ def canonical_schedule(workload: Mapping[str, Any]) -> dict[str, float | None]:
         per_update = int(hp["epochs"]) * math.ceil(rollout / int(hp["minibatch_size"])) if algorithm == "PPO" else 1
         return {"updates": updates, "gradient_steps": updates * per_update, "update_interval_env_steps": rollout,
                 "first_gradient_step": rollout}
-    if algorithm in ("DQN", "SAC"):
+    if algorithm in ("DQN", "SAC", "TD3", "DDPG"):
         starts, every, steps = int(hp["learning_starts"]), int(hp["train_every"]), int(hp["gradient_steps"])
         updates = max(0, budget - starts) // every
         schedule: dict[str, float | None] = {
@@ -78,8 +83,11 @@ def canonical_schedule(workload: Mapping[str, Any]) -> dict[str, float | None]:
             schedule["target_sync_interval_gradient_steps"] = steps * updates_per_sync
             schedule["target_sync_max_gradient_steps"] = steps * updates_per_sync
         else:
-            schedule["target_sync_interval_gradient_steps"] = 1.0
-            schedule["target_sync_max_gradient_steps"] = 1.0
+            delay = float(hp["policy_delay"]) if algorithm == "TD3" else 1.0
+            schedule["target_sync_interval_gradient_steps"] = delay
+            schedule["target_sync_max_gradient_steps"] = delay
+            if algorithm == "TD3":  # the phase: the first actor step (and target sync) after the delay-th critic step
+                schedule["target_sync_first_gradient_step"] = delay
         return schedule
     return {}
 
@@ -127,6 +135,11 @@ def schedule_differences(workload: Mapping[str, Any], traced: Mapping[str, Any] 
             canonical.get("target_sync_interval_gradient_steps"), "target synced every (gradient steps, mean)")
     compare("target_sync_max_gradient_steps", syncs.get("max_interval_gradient_steps"),
             canonical.get("target_sync_max_gradient_steps"), "at most this many gradient steps between target syncs:")
+    first_sync, expected_sync = syncs.get("first_effective_gradient_step"), canonical.get("target_sync_first_gradient_step")
+    if first_sync is not None and expected_sync is not None and first_sync != expected_sync:
+        found.append(ScheduleDifference("target_sync_first_gradient_step", float(first_sync), float(expected_sync),
+                                        f"first target sync (and actor step) after gradient step {_number(first_sync)}, "
+                                        f"canonical {_number(expected_sync)}"))
     if workload["algorithm"] == "DQN" and traced.get("exploration"):
         worst, at = 0.0, 0.0
         settle = 0.01 * int(workload["env_steps"])  # a framework may set epsilon after its first steps

@@ -87,6 +87,51 @@ class SACHyperparameters(CanonicalHyperparameters):
     entropy_coef: Float | Literal["auto"] = Field("auto", description="Fixed alpha, or 'auto'.")
 
 
+class TD3Hyperparameters(CanonicalHyperparameters):
+    """Twin Delayed DDPG (Fujimoto et al. 2018): twin critics, target policy smoothing, delayed actor
+    and target updates; Gaussian exploration noise. Defaults: SB3's TD3, with its usual Gaussian
+    action noise of 0.1."""
+
+    learning_rate: Float = Field(1e-3, gt=0, description="Adam step size for actor and critics, constant.")
+    gamma: Float = Field(0.99, gt=0, le=1, description="Discount factor.")
+    buffer_size: Int = Field(1_000_000, gt=0, description="Replay buffer capacity in transitions.")
+    learning_starts: Int = Field(100, ge=0, description="Env steps before the first update.")
+    minibatch_size: Int = Field(256, gt=0, description="Transitions per gradient step.")
+    tau: Float = Field(0.005, gt=0, le=1, description="Polyak coefficient for the target actor and critics.")
+    train_every: Int = Field(1, gt=0, description="Env steps between updates.")
+    gradient_steps: Int = Field(1, gt=0, description="Critic gradient steps per update.")
+    policy_delay: Int = Field(
+        2, gt=0, description="Critic gradient steps per actor step; the targets move with each actor step."
+    )
+    target_policy_noise: Float = Field(
+        0.2, ge=0, description="Std of the Gaussian noise on the target action, in units of the action range's half-width."
+    )
+    target_noise_clip: Float = Field(0.5, ge=0, description="Clip of that noise, in the same units.")
+    exploration_noise: Float = Field(
+        0.1, ge=0, description="Std of the Gaussian noise on the acting policy's action, in units of the action range's "
+        "half-width; the warm-up's uniform random actions (before learning_starts) carry none, as in the authors' code."
+    )
+
+
+class DDPGHyperparameters(CanonicalHyperparameters):
+    """Deep Deterministic Policy Gradient (Lillicrap et al. 2016) as the field runs it today: one
+    critic, the actor and both targets updated at every gradient step, Gaussian exploration noise
+    (not Ornstein-Uhlenbeck). Defaults: SB3's DDPG, with Gaussian action noise of 0.1."""
+
+    learning_rate: Float = Field(1e-3, gt=0, description="Adam step size for actor and critic, constant.")
+    gamma: Float = Field(0.99, gt=0, le=1, description="Discount factor.")
+    buffer_size: Int = Field(1_000_000, gt=0, description="Replay buffer capacity in transitions.")
+    learning_starts: Int = Field(100, ge=0, description="Env steps before the first update.")
+    minibatch_size: Int = Field(256, gt=0, description="Transitions per gradient step.")
+    tau: Float = Field(0.005, gt=0, le=1, description="Polyak coefficient for the target actor and critic.")
+    train_every: Int = Field(1, gt=0, description="Env steps between updates.")
+    gradient_steps: Int = Field(1, gt=0, description="Gradient steps per update.")
+    exploration_noise: Float = Field(
+        0.1, ge=0, description="Std of the Gaussian noise on the acting policy's action, in units of the action range's "
+        "half-width; the warm-up's uniform random actions (before learning_starts) carry none, as in the authors' code."
+    )
+
+
 class ESHyperparameters(CanonicalHyperparameters):
     """Evolution strategies in the style of Salimans et al. (2017): Gaussian perturbations of the
     policy network's parameters, a search gradient from their returns, an Adam step on the mean.
@@ -150,6 +195,10 @@ BUILTIN_FAMILIES: tuple[AlgorithmFamily, ...] = (
                     DQNHyperparameters, frozenset({"discrete"}), "gradient", "update", update_grain),
     AlgorithmFamily("SAC", "Soft Actor-Critic with automatic entropy tuning, off-policy",
                     SACHyperparameters, frozenset({"continuous"}), "gradient", "update", update_grain),
+    AlgorithmFamily("TD3", "Twin Delayed DDPG: twin critics, target policy smoothing, delayed actor updates, off-policy",
+                    TD3Hyperparameters, frozenset({"continuous"}), "gradient", "update", update_grain),
+    AlgorithmFamily("DDPG", "Deep Deterministic Policy Gradient with Gaussian exploration noise, off-policy",
+                    DDPGHyperparameters, frozenset({"continuous"}), "gradient", "update", update_grain),
     AlgorithmFamily("ES", "Evolution strategies (OpenAI-ES style): Gaussian parameter noise, ranked returns",
                     ESHyperparameters, BOTH, "evolutionary", "generation", generation_grain),
 )

@@ -98,6 +98,24 @@ CLASSIC: list[dict[str, Any]] = [
         "hyperparameters": {"learning_rate": 1e-3, "learning_starts": 1_000, "minibatch_size": 256},
         "evaluation": {"interval_steps": 2_000}, "success_threshold": -200.0,
     },
+    # the zoo's TD3 setting for Pendulum-v1 (td3.yml), with learning starting after 1,000 steps as SAC's
+    {
+        "id": "pendulum-td3", "description": "Pendulum-v1 TD3, one env",
+        "env": "Pendulum-v1", "algorithm": "TD3", "env_steps": 20_000, "seeds": 3,
+        "network": {"hidden_sizes": [400, 300], "activation": "relu"},
+        "hyperparameters": {"learning_rate": 1e-3, "gamma": 0.98, "buffer_size": 200_000, "learning_starts": 1_000,
+                            "exploration_noise": 0.1},
+        "evaluation": {"interval_steps": 2_000}, "success_threshold": -200.0,
+    },
+    # DDPG on the same settings: what TD3 adds (twin critics, delay, target smoothing) is what differs
+    {
+        "id": "pendulum-ddpg", "description": "Pendulum-v1 DDPG, one env",
+        "env": "Pendulum-v1", "algorithm": "DDPG", "env_steps": 20_000, "seeds": 3,
+        "network": {"hidden_sizes": [400, 300], "activation": "relu"},
+        "hyperparameters": {"learning_rate": 1e-3, "gamma": 0.98, "buffer_size": 200_000, "learning_starts": 1_000,
+                            "exploration_noise": 0.1},
+        "evaluation": {"interval_steps": 2_000}, "success_threshold": -200.0,
+    },
 ]
 
 #: Busy CPU time per step of the calibrated environment in the scaling suite.
@@ -126,7 +144,7 @@ def builtin_workloads() -> list[Workload]:
 BUILTIN_SUITES: tuple[Suite, ...] = (
     Suite("demo", ("cartpole-ppo-demo",), "CartPole-v1 PPO on 15,360 env steps, 2 seeds: what `make demo` runs"),
     Suite("quick", ("cartpole-ppo-quick",), "CartPole-v1 PPO with every adapter; about a minute per run"),
-    Suite("classic", tuple(spec["id"] for spec in CLASSIC), "CartPole PPO/A2C/DQN/ES, Acrobot DQN, Pendulum SAC; 3 seeds"),
+    Suite("classic", tuple(spec["id"] for spec in CLASSIC), "CartPole PPO/A2C/DQN/ES, Acrobot DQN, Pendulum SAC/TD3/DDPG; 3 seeds"),
     Suite("scaling", tuple(spec["id"] for spec in SCALING),
           "PPO on a calibrated-cost CartPole at 1, 2 and 4 rollout workers (same 512-step rollouts)"),
 )

@@ -1,7 +1,7 @@
 """Algorithm families: what a workload's ``algorithm`` may name, and what each name brings along.
 
 A family is registered through the ``rlcompare_register_algorithms`` hook with
-``register.add_algorithm(AlgorithmFamily(...))``; the built-in PPO, A2C, DQN, SAC and ES
+``register.add_algorithm(AlgorithmFamily(...))``; the built-in PPO, A2C, DQN, SAC, TD3, DDPG and ES
 (:mod:`rlcompare.spec.builtin_families`) come in through the same hook. A family declares its
 canonical hyperparameters (a pydantic model whose every field has a default and a description),
 the action spaces it can act in, whether it is gradient-based or evolutionary, and its budget

@@ -1,7 +1,7 @@
 """The library-neutral workload spec: what to train, on what, for how long, judged how.
 
 A workload names a Gymnasium environment, an algorithm family (:mod:`rlcompare.spec.families`: the
-built-in PPO, A2C, DQN, SAC, ES or a plugin's, among the families passed to validation), a budget of environment steps, seeds, parallelism,
+built-in PPO, A2C, DQN, SAC, TD3, DDPG, ES or a plugin's, among the families passed to validation), a budget of environment steps, seeds, parallelism,
 the network and the family's canonical hyperparameters, the evaluation protocol and a success
 threshold. Adapters translate it into their framework's own configuration and report, setting by
 setting, how faithfully they could (see :mod:`rlcompare.harness.fidelity`). Specs are validated before

@@ -1,4 +1,4 @@
-"""Stable-Baselines3 adapter: PPO, A2C, DQN and SAC with SB3's own vectorized environments.
+"""Stable-Baselines3 adapter: PPO, A2C, DQN, SAC, TD3 and DDPG with SB3's own vectorized environments.
 
 Parallelism maps to SB3's only mechanism: ``workers == 1`` steps ``envs_per_worker`` environments
 in-process (DummyVecEnv); ``workers > 1`` uses SubprocVecEnv, which runs one environment per
@@ -79,29 +79,53 @@ SETTINGS: dict[str, list[Setting]] = {
         Setting("max_grad_norm", "max_grad_norm"),
         Setting("double_q", None, judge=only_if(False, "SB3's DQN has no double-Q targets")),
     ],
-    "SAC": [
-        Setting("learning_rate", "learning_rate"),
-        Setting("gamma", "gamma"),
-        Setting("buffer_size", "buffer_size"),
-        Setting("learning_starts", "learning_starts"),
-        Setting("minibatch_size", "batch_size"),
-        Setting("tau", "tau"),
-        Setting("train_every", "train_freq", convert=_per_vec_step, judge=_divisible_by_envs),
-        Setting("gradient_steps", "gradient_steps"),
-        Setting("entropy_coef", "ent_coef"),
-    ],
 }
+#: What SB3's off-policy actor-critics (SAC, TD3, DDPG) share.
+_OFF_POLICY_ACTOR_CRITIC = [
+    Setting("learning_rate", "learning_rate"),
+    Setting("gamma", "gamma"),
+    Setting("buffer_size", "buffer_size"),
+    Setting("learning_starts", "learning_starts"),
+    Setting("minibatch_size", "batch_size"),
+    Setting("tau", "tau"),
+    Setting("train_every", "train_freq", convert=_per_vec_step, judge=_divisible_by_envs),
+    Setting("gradient_steps", "gradient_steps"),
+]
+SETTINGS["SAC"] = [*_OFF_POLICY_ACTOR_CRITIC, Setting("entropy_coef", "ent_coef")]
+#: Exploration noise: SB3's NormalActionNoise, added to the action scaled to [-1, 1] (canonical units:
+#: the action range's half-width), built by build_model from the sigma kept here.
+def _judge_exploration_noise(value: float, workload: WorkloadLike) -> tuple[Fidelity, str]:
+    note = ("NormalActionNoise(sigma), one draw per env (VectorizedActionNoise with several), added to the action "
+            "scaled to [-1, 1], then clipped there")
+    if value > 0 and int(workload.hyperparameters.learning_starts) > 0:  # type: ignore[union-attr]
+        return Fidelity.APPROXIMATE, (f"{note}; SB3 adds it to the warm-up's uniform random actions too (learning_starts "
+                                      "env steps), where canonically they carry none")
+    return Fidelity.EXACT, note
+
+
+_EXPLORATION_NOISE = Setting("exploration_noise", "action_noise", judge=_judge_exploration_noise)
+_DETERMINISTIC_COMMON = [*_OFF_POLICY_ACTOR_CRITIC, _EXPLORATION_NOISE]
+SETTINGS["TD3"] = [
+    *_DETERMINISTIC_COMMON,
+    Setting("policy_delay", "policy_delay"),
+    Setting("target_policy_noise", "target_policy_noise", note="on the target action scaled to [-1, 1]"),
+    Setting("target_noise_clip", "target_noise_clip"),
+]
+SETTINGS["DDPG"] = list(_DETERMINISTIC_COMMON)
+#: The families whose actor is deterministic and whose critic SB3 calls ``qf``.
+_DETERMINISTIC = ("TD3", "DDPG")
 
 ACTIVATIONS = {"tanh": "Tanh", "relu": "ReLU"}
 #: Where each family's parity probe is answered (``module:function``).
 PARITY_UPDATES = {"PPO": "rlcompare_sb3.parity:ppo_update", "A2C": "rlcompare_sb3.parity_a2c:a2c_update",
-                  "DQN": "rlcompare_sb3.parity_dqn:dqn_update", "SAC": "rlcompare_sb3.parity_sac:sac_update"}
+                  "DQN": "rlcompare_sb3.parity_dqn:dqn_update", "SAC": "rlcompare_sb3.parity_sac:sac_update",
+                  "TD3": "rlcompare_sb3.parity_td3:td3_update", "DDPG": "rlcompare_sb3.parity_td3:td3_update"}
 
 
 class StableBaselines3Adapter(Adapter):
     id = "sb3"
     framework = "stable-baselines3"
-    summary = "Stable-Baselines3: PPO, A2C, DQN, SAC; DummyVecEnv / SubprocVecEnv"
+    summary = "Stable-Baselines3: PPO, A2C, DQN, SAC, TD3, DDPG; DummyVecEnv / SubprocVecEnv"
     import_name = "stable_baselines3"
     distributions = ("stable-baselines3", "torch")
 
@@ -112,7 +136,8 @@ class StableBaselines3Adapter(Adapter):
             vectorized_envs=True,
             rollout_workers=True,
             modes=frozenset({"sync"}),
-            algorithm_action_spaces={"DQN": frozenset({"discrete"}), "SAC": frozenset({"continuous"})},
+            algorithm_action_spaces={"DQN": frozenset({"discrete"}), "SAC": frozenset({"continuous"}),
+                                     "TD3": frozenset({"continuous"}), "DDPG": frozenset({"continuous"})},
         )
 
     # -- translation -------------------------------------------------------------------------------
@@ -123,7 +148,7 @@ class StableBaselines3Adapter(Adapter):
         hidden = list(net.hidden_sizes)
         if workload.algorithm in ("PPO", "A2C"):
             net_arch: Any = {"pi": hidden, "vf": hidden}
-        elif workload.algorithm == "SAC":
+        elif workload.algorithm in ("SAC", *_DETERMINISTIC):
             net_arch = {"pi": hidden, "qf": hidden}
         else:
             net_arch = hidden
@@ -166,6 +191,15 @@ class StableBaselines3Adapter(Adapter):
         policy_kwargs["activation_fn"] = getattr(torch.nn, ACTIVATIONS[workload.network.activation])
         if workload.algorithm == "A2C" and not kwargs["use_rms_prop"]:
             policy_kwargs["optimizer_class"] = torch.optim.Adam
+        if "action_noise" in kwargs:  # TD3, DDPG: the sigma the fidelity report states, as SB3's noise object
+            import numpy as np
+            from stable_baselines3.common.noise import NormalActionNoise, VectorizedActionNoise
+
+            actions = int(np.prod(env.action_space.shape))
+            noise: Any = NormalActionNoise(np.zeros(actions), np.full(actions, float(kwargs["action_noise"])))
+            if env.num_envs > 1:  # one draw per env (a plain NormalActionNoise gives every env the same draw)
+                noise = VectorizedActionNoise(noise, env.num_envs)
+            kwargs["action_noise"] = noise
         algorithm_class = getattr(stable_baselines3, workload.algorithm)
         model = algorithm_class("MlpPolicy", env, seed=seed, device="cpu", verbose=0, policy_kwargs=policy_kwargs,
                                 **kwargs)
@@ -204,7 +238,7 @@ class StableBaselines3Adapter(Adapter):
             context.stop_training()
             env.close()
         native = {"class": f"stable_baselines3.{workload.algorithm}", "vec_env": vec_env_class.__name__,
-                  "n_envs": workload.parallelism.total_envs, **kwargs,
+                  "n_envs": workload.parallelism.total_envs, **{k: _plain(v) for k, v in kwargs.items()},
                   "policy_kwargs": {key: str(value) for key, value in policy_kwargs.items()}}
         return TrainingResult(policy=policy, framework_env_steps=int(model.num_timesteps), native_config=native)
 
@@ -224,13 +258,19 @@ class StableBaselines3Adapter(Adapter):
         return update(self, probe)
 
 
+def _plain(value: Any) -> Any:
+    """A native-config value as plain data (SB3's noise objects as their repr)."""
+    return value if value is None or isinstance(value, (bool, int, float, str, list, dict)) else repr(value)
+
+
 def trace_schedule(model: Any, algorithm: str, context: TrainingContext) -> None:
-    """Trace the schedule from inside SB3: each step of the main optimizer (the policy's; SAC: the
-    critic's) is a gradient step, each ``train()`` call an update, each ``polyak_update`` of the
-    target network (DQN, SAC) a target sync."""
+    """Trace the schedule from inside SB3: each step of the main optimizer (the policy's; SAC, TD3,
+    DDPG: the critic's) is a gradient step, each ``train()`` call an update, each ``polyak_update`` of
+    the target network (DQN, SAC; TD3 and DDPG: of the target critic, which moves with the target
+    actor) a target sync."""
     import importlib
 
-    optimizer = model.critic.optimizer if algorithm == "SAC" else model.policy.optimizer
+    optimizer = model.critic.optimizer if algorithm in ("SAC", *_DETERMINISTIC) else model.policy.optimizer
     step, train = optimizer.step, model.train
 
     def traced_step(*args: Any, **kwargs: Any) -> Any:
@@ -242,13 +282,17 @@ def trace_schedule(model: Any, algorithm: str, context: TrainingContext) -> None
         return train(*args, **kwargs)
 
     optimizer.step, model.train = traced_step, traced_train
-    if algorithm in ("DQN", "SAC"):
-        module = importlib.import_module(f"stable_baselines3.{algorithm.lower()}.{algorithm.lower()}")
+    if algorithm in ("DQN", "SAC", *_DETERMINISTIC):
+        owner = "td3" if algorithm in _DETERMINISTIC else algorithm.lower()  # DDPG trains with TD3's train()
+        module = importlib.import_module(f"stable_baselines3.{owner}.{owner}")
         polyak = module.polyak_update
+        # TD3 and DDPG move the target critic and the target actor by one call each: count the critic's
+        critic = next(iter(model.critic.parameters())) if algorithm in _DETERMINISTIC else None
 
         def traced_polyak(params: Any, target_params: Any, tau: float) -> Any:
             params = list(params)
-            if params:  # SB3 calls it a second time for batch-norm statistics, which an MLP has none of
+            # SB3 calls it again for batch-norm statistics, which an MLP has none of
+            if params and (critic is None or params[0] is critic):
                 context.trace("target_sync")
             return polyak(params, target_params, tau)
 

@@ -30,6 +30,25 @@ def _model(adapter: StableBaselines3Adapter, probe: ParityProbe) -> tuple[Any, A
     return model, env
 
 
+def _replay_batch(model: Any, batch: dict[str, Any], discrete: bool = False) -> int:
+    """The probe's batch added to SB3's ``ReplayBuffer`` as its collection stores transitions
+    (truncations as ``TimeLimit.truncated`` infos; continuous actions in the policy's ``[-1, 1]``
+    space), and the buffer's sampler replaced by its own ``_get_samples`` over the batch in order, so
+    that the minibatch is the batch itself through SB3's own sample assembly. Returns its size."""
+    import numpy as np
+
+    size = len(batch["rewards"])
+    buffer = model.replay_buffer
+    for i in range(size):
+        done = bool(batch["terminated"][i] or batch["truncated"][i])
+        info = {"TimeLimit.truncated": bool(batch["truncated"][i] and not batch["terminated"][i])}
+        action = np.array([[int(batch["actions"][i])]]) if discrete else batch["actions"][i][None].astype(np.float32)
+        buffer.add(batch["obs"][i][None].astype(np.float32), batch["next_obs"][i][None].astype(np.float32),
+                   action, np.array([batch["rewards"][i]], dtype=np.float32), np.array([done]), [info])
+    buffer.sample = lambda batch_size, env=None: buffer._get_samples(np.arange(size), env=env)
+    return size
+
+
 def _actor_critic_parameters(policy: Any, probe: ParityProbe) -> dict[str, Any]:
     """The probe's weights in SB3's ActorCriticPolicy: policy trunk + action_net, value trunk + value_net."""
     layers = len(probe.network["hidden_sizes"]) + 1

@@ -9,14 +9,13 @@ from typing import TYPE_CHECKING, Any
 from rlcompare.adapter import ParityOutcome, ParityProbe
 from rlcompare.harness.parity import RAN
 from rlcompare.harness.parity_torch import OneStep, linear_layers, load_linear_stack, stack_names, values_of
-from rlcompare_sb3.parity import _model
+from rlcompare_sb3.parity import _model, _replay_batch
 
 if TYPE_CHECKING:
     from rlcompare_sb3 import StableBaselines3Adapter
 
 
 def dqn_update(adapter: StableBaselines3Adapter, probe: ParityProbe) -> ParityOutcome:
-    import numpy as np
     import stable_baselines3.dqn.dqn as sb3_dqn
 
     model, env = _model(adapter, probe)
@@ -25,17 +24,7 @@ def dqn_update(adapter: StableBaselines3Adapter, probe: ParityProbe) -> ParityOu
         layers = len(probe.network["hidden_sizes"]) + 1
         online = load_linear_stack(linear_layers(policy.q_net), stack_names("q", layers), probe.weights)
         target = load_linear_stack(linear_layers(policy.q_net_target), stack_names("q_target", layers), probe.weights)
-        batch = probe.batch
-        size = len(batch["rewards"])
-        buffer = model.replay_buffer
-        for i in range(size):
-            done = bool(batch["terminated"][i] or batch["truncated"][i])
-            info = {"TimeLimit.truncated": bool(batch["truncated"][i] and not batch["terminated"][i])}
-            buffer.add(batch["obs"][i][None].astype(np.float32), batch["next_obs"][i][None].astype(np.float32),
-                       np.array([[int(batch["actions"][i])]]), np.array([batch["rewards"][i]], dtype=np.float32),
-                       np.array([done]), [info])
-        # the minibatch is the batch itself, in order, through SB3's own sample assembly
-        buffer.sample = lambda batch_size, env=None: buffer._get_samples(np.arange(size), env=env)
+        size = _replay_batch(model, probe.batch, discrete=True)
         captured: dict[str, Any] = {}
         original = sb3_dqn.F.smooth_l1_loss
 
@@ -59,7 +48,7 @@ def dqn_update(adapter: StableBaselines3Adapter, probe: ParityProbe) -> ParityOu
             "td_loss": "huber (smooth_l1_loss)", "double_q": False,
             "target_update": (f"polyak tau={model.tau}" if model.tau < 1 else "hard copy")
             + f" every {model.target_update_interval} env steps",
-            "truncation_bootstrap": bool(buffer.handle_timeout_termination),
+            "truncation_bootstrap": bool(model.replay_buffer.handle_timeout_termination),
             "exploration": f"linear {model.exploration_initial_eps} -> {model.exploration_final_eps} over "
                            f"{model.exploration_fraction} of the budget",
             "max_grad_norm": model.max_grad_norm,

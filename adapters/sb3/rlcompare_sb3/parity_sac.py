@@ -20,7 +20,7 @@ from rlcompare.harness.parity_torch import (
     values_of,
     without_sampling_noise,
 )
-from rlcompare_sb3.parity import _model
+from rlcompare_sb3.parity import _model, _replay_batch
 
 if TYPE_CHECKING:
     from rlcompare_sb3 import StableBaselines3Adapter
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
 def sac_update(adapter: StableBaselines3Adapter, probe: ParityProbe) -> ParityOutcome:
     """One SAC gradient step on the probe's batch: ``train(gradient_steps=1, batch_size=B)``."""
-    import numpy as np
     import stable_baselines3.sac.sac as sb3_sac
 
     model, env = _model(adapter, probe)
@@ -37,18 +36,7 @@ def sac_update(adapter: StableBaselines3Adapter, probe: ParityProbe) -> ParityOu
             return ParityOutcome.unverifiable("SB3's SAC was built with a fixed entropy coefficient; the probe "
                                               "asks for a learned one (entropy_coef 'auto')")
         online, targets = _sac_parameters(model, probe)
-        batch = probe.batch
-        size = len(batch["rewards"])
-        buffer = model.replay_buffer
-        for i in range(size):
-            done = bool(batch["terminated"][i] or batch["truncated"][i])
-            info = {"TimeLimit.truncated": bool(batch["truncated"][i] and not batch["terminated"][i])}
-            # the action as SB3's _store_transition stores it: in the policy's [-1, 1] space
-            buffer.add(batch["obs"][i][None].astype(np.float32), batch["next_obs"][i][None].astype(np.float32),
-                       batch["actions"][i][None].astype(np.float32), np.array([batch["rewards"][i]], dtype=np.float32),
-                       np.array([done]), [info])
-        # the minibatch is the batch itself, in order, through SB3's own sample assembly
-        buffer.sample = lambda batch_size, env=None: buffer._get_samples(np.arange(size), env=env)
+        size = _replay_batch(model, probe.batch)
         captured: dict[str, Any] = {}
         original = sb3_sac.F.mse_loss
 

@@ -1,5 +1,5 @@
-"""skrl adapter: PPO, A2C, DQN (discrete actions) and SAC (continuous actions) with skrl's torch
-agents, memories, mixin models and ``SequentialTrainer``.
+"""skrl adapter: PPO, A2C, DQN (discrete actions), SAC, TD3 and DDPG (continuous actions) with skrl's
+torch agents, memories, noises, mixin models and ``SequentialTrainer``.
 
 Environments: one environment is wrapped on its own (skrl's trainer resets it when an episode ends,
 so the last observation of every episode is the real one); several are a Gymnasium vector env in
@@ -15,16 +15,25 @@ Parallelism: ``workers == 1`` steps ``envs_per_worker`` environments in-process 
 offers for CPU environments (its own ``ParallelTrainer`` runs several agents, not rollout workers).
 skrl has no asynchronous sampling: ``mode = "async"`` is refused.
 
+Actions: PPO and A2C act through ``ClipAction`` (Gaussian samples clipped to the bounds, as SB3);
+SAC's policy outputs actions in env units (a tanh-bounded mean scaled to the bounds); TD3's and
+DDPG's deterministic actor ends in tanh and acts on the action scaled to [-1, 1], each environment
+wrapped in Gymnasium's ``RescaleAction``, as SB3 scales its actions. skrl's ``GaussianNoise`` (one
+scalar standard deviation) then acts in the canonical units, the action range's half-width, for
+any bounds, and the critics take the scaled action as SB3's do.
+
 The harness hooks in through the agent's ``post_interaction``, which skrl calls after every vector
-step: after every update period (a rollout for PPO/A2C, ``update_interval`` for DQN, a step for SAC)
-``context.checkpoint`` runs there with skrl's own step count (timestep x number of envs).
+step: after every update period (a rollout for PPO/A2C, ``update_interval`` for DQN, a step for
+SAC, TD3 and DDPG) ``context.checkpoint`` runs there with skrl's own step count (timestep x number
+of envs).
 The same builder serves the un-instrumented baseline of ``benchmarks/overhead.py``
 (``benchmarks/baselines.py``).
 
 Schedule: ``train()`` wraps the main optimizer's ``step`` (``gradient_step``), the agent's ``update``
 (``update``), the target network's ``update_parameters`` (``target_sync``) and DQN's exploration
 scheduler (``exploration``) to trace them (:func:`trace_schedule`). Parity probes are answered by
-skrl's own memory and ``update`` on the adapter's own build (:mod:`rlcompare_skrl.parity`).
+skrl's own memory and ``update`` on the adapter's own build (:mod:`rlcompare_skrl.parity`); TD3 and
+DDPG have no probe yet, so their parity is unverifiable.
 """
 
 from __future__ import annotations
@@ -60,8 +69,11 @@ if TYPE_CHECKING:
     from rlcompare.plugins.register import Register
 
 ON_POLICY = ("PPO", "A2C")
+#: The families with a deterministic actor acting on the action scaled to [-1, 1] (RescaleAction).
+DETERMINISTIC = ("TD3", "DDPG")
 ACTION_SPACES = {"PPO": frozenset({"discrete", "continuous"}), "A2C": frozenset({"discrete", "continuous"}),
-                 "DQN": frozenset({"discrete"}), "SAC": frozenset({"continuous"})}
+                 "DQN": frozenset({"discrete"}), "SAC": frozenset({"continuous"}),
+                 "TD3": frozenset({"continuous"}), "DDPG": frozenset({"continuous"})}
 ACTIVATIONS = {"tanh": "Tanh", "relu": "ReLU"}
 #: Where each family's parity probe is answered (``module:function``).
 PARITY_UPDATES = {"PPO": "rlcompare_skrl.parity:ppo_update", "A2C": "rlcompare_skrl.parity_a2c:a2c_update",
@@ -163,19 +175,19 @@ def _judge_target_sync(value: int, workload: WorkloadLike) -> tuple[Fidelity, st
         "" if in_phase else "; out of phase with learning_starts")
 
 
-def _sac_gradient_steps(value: int, workload: WorkloadLike) -> int:
-    # skrl's SAC updates after every vector step: spread the canonical update rate over vector steps
+def _every_step_gradient_steps(value: int, workload: WorkloadLike) -> int:
+    # skrl's SAC, TD3 and DDPG update after every vector step: spread the canonical update rate over vector steps
     return max(1, round(value * _n_envs(workload) / workload.hyperparameters.train_every))  # type: ignore[union-attr]
 
 
-def _judge_sac_rate(value: int, workload: WorkloadLike) -> tuple[Fidelity, str]:
+def _judge_every_step_rate(value: int, workload: WorkloadLike) -> tuple[Fidelity, str]:
     hp = workload.hyperparameters
     rate = hp.gradient_steps * _n_envs(workload) / hp.train_every  # type: ignore[union-attr]
+    updates = f"skrl's {workload.algorithm} updates after every vector step"
     if hp.train_every == _n_envs(workload):  # type: ignore[union-attr]
-        return Fidelity.EXACT, "skrl's SAC updates after every vector step"
-    return Fidelity.APPROXIMATE, (f"skrl's SAC updates after every vector step ({_n_envs(workload)} env steps): "
-                                  f"{rate:g} gradient steps per vector step rounded to "
-                                  f"{max(1, round(rate))}")
+        return Fidelity.EXACT, updates
+    return Fidelity.APPROXIMATE, (f"{updates} ({_n_envs(workload)} env steps): {rate:g} gradient steps per vector "
+                                  f"step rounded to {max(1, round(rate))}")
 
 
 def _entropy(value: float | str, _: WorkloadLike) -> dict[str, Any]:
@@ -186,6 +198,23 @@ def _entropy(value: float | str, _: WorkloadLike) -> dict[str, Any]:
 
 def _one_memory_size(value: int, workload: WorkloadLike) -> int:
     return math.ceil(value / _n_envs(workload))
+
+
+#: The units skrl's noises act in for TD3 and DDPG: the actor's action, the canonical units.
+SCALED_ACTIONS = ("the actor acts on the action scaled to [-1, 1] (gymnasium RescaleAction around each env, as SB3 "
+                  "scales), so the std is the canonical one, in units of the action range's half-width, unconverted")
+
+
+def _gaussian_noise(value: float, _: WorkloadLike) -> dict[str, Any]:
+    # what build() turns into skrl.resources.noises.torch.GaussianNoise and its kwargs
+    return {"class": "GaussianNoise", "mean": 0.0, "std": float(value)}
+
+
+def _judge_exploration_noise(value: float, workload: WorkloadLike) -> tuple[Fidelity, str]:
+    note = (f"skrl's GaussianNoise(mean=0, std) added to each env's action, then clamped to [-1, 1] as SB3 clips; "
+            f"{SCALED_ACTIONS}; exploration_scheduler None: the scale stays 1 for the whole run, as canonical")
+    # the warm-up's random actions carry no noise in skrl, as canonical (the authors' code)
+    return Fidelity.EXACT, f"{note}; no noise on the warm-up's random actions (learning_starts), as canonical"
 
 
 _ON_POLICY_COMMON = [
@@ -241,12 +270,37 @@ SETTINGS: dict[str, list[Setting]] = {
                 note="the same rate for policy, critics and entropy coefficient"),
         *_OFF_POLICY_COMMON,
         Setting("tau", "polyak", note="Polyak update after every gradient step"),
-        Setting("train_every", None, judge=_judge_sac_rate),
-        Setting("gradient_steps", "gradient_steps", convert=_sac_gradient_steps, judge=_judge_sac_rate),
+        Setting("train_every", None, judge=_judge_every_step_rate),
+        Setting("gradient_steps", "gradient_steps", convert=_every_step_gradient_steps, judge=_judge_every_step_rate),
         Setting("entropy_coef", "entropy", convert=_entropy,
                 note="'auto': learned, initial value 1.0 as SB3, target entropy -dim(A)"),
     ],
 }
+
+
+#: TD3 and DDPG: twin critics (TD3) or one (DDPG), delayed actor and Polyak targets, Gaussian noises.
+_DETERMINISTIC_COMMON = [
+    Setting("learning_rate", "learning_rate", convert=lambda value, _: [value, value],
+            note="the same rate for actor and critics; torch's Adam with its defaults, as SB3's"),
+    *_OFF_POLICY_COMMON,
+    Setting("tau", "polyak", note="one Polyak step of every target (actor and critics) with each actor step"),
+    Setting("train_every", None, judge=_judge_every_step_rate),
+    Setting("gradient_steps", "gradient_steps", convert=_every_step_gradient_steps, judge=_judge_every_step_rate),
+    Setting("exploration_noise", "exploration_noise", convert=_gaussian_noise, judge=_judge_exploration_noise),
+]
+SETTINGS["TD3"] = [
+    *_DETERMINISTIC_COMMON,
+    Setting("policy_delay", "policy_delay",
+            note="the actor steps and the targets move after every policy_delay-th critic gradient step, counted "
+                 "over the whole run (skrl's _update_counter, as SB3's _n_updates)"),
+    Setting("target_policy_noise", "smooth_regularization_noise", convert=_gaussian_noise,
+            note=f"skrl's GaussianNoise(mean=0, std) on the target actor's action, which is then clamped to "
+                 f"[-1, 1] as SB3 clamps it; {SCALED_ACTIONS}"),
+    Setting("target_noise_clip", "smooth_regularization_clip",
+            note="the target noise clamped to [-clip, clip], in the same scaled units"),
+]
+#: skrl's DDPG: one critic; the actor and both targets step after every critic gradient step, as SB3's.
+SETTINGS["DDPG"] = list(_DETERMINISTIC_COMMON)
 
 
 _TORCH_ADAM = entry("defaults.adam_eps", 1e-5, Fidelity.APPROXIMATE, "torch.optim.Adam(eps)", 1e-8,
@@ -270,7 +324,8 @@ DEPARTURES: dict[str, tuple[FidelityEntry, ...]] = {
 class SkrlAdapter(Adapter):
     id = "skrl"
     framework = "skrl"
-    summary = "skrl: PPO, A2C, DQN (discrete), SAC (continuous); SequentialTrainer on Gymnasium vector envs"
+    summary = ("skrl: PPO, A2C, DQN (discrete), SAC, TD3, DDPG (continuous); SequentialTrainer on Gymnasium "
+               "vector envs")
     import_name = "skrl"
     distributions = ("skrl", "torch")
 
@@ -322,11 +377,17 @@ class SkrlAdapter(Adapter):
         layout = _network_layout(algorithm, hidden)
         models = {"hidden_sizes": hidden, "activation": activation, "layout": layout}
         network_note = "separate networks, no shared layers; PyTorch's default weight initialisation"
+        if algorithm == "SAC":
+            network_note = f"{network_note}; {SAC_POLICY}"
+        elif algorithm in DETERMINISTIC:
+            network_note = f"{network_note}; {DETERMINISTIC_POLICY}"
         entries.append(entry("network.hidden_sizes", hidden,
                              Fidelity.APPROXIMATE if algorithm == "SAC" else Fidelity.EXACT, "models", layout,
-                             f"{network_note}; {SAC_POLICY}" if algorithm == "SAC" else network_note))
+                             network_note))
         entries.append(entry("network.activation", net.activation, Fidelity.EXACT, "models.activation", activation))
         env, env_entries = _parallelism(workload)
+        if algorithm in DETERMINISTIC:
+            env["action_rescale"] = [-1.0, 1.0]  # RescaleAction around each env: the actor's units are the canonical
         entries.extend(env_entries)
         config = {"agent": agent, "cfg": cfg, "memory": memory, "models": models, "env": env,
                   "trainer": {"class": "SequentialTrainer", "timesteps": math.ceil(workload.env_steps / env["n_envs"])}}
@@ -365,13 +426,16 @@ def rlcompare_register_adapters(register: Register) -> None:
 
 
 def trace_schedule(agent: Any, algorithm: str, context: TrainingContext) -> None:
-    """Trace the schedule from inside skrl: each step of the main optimizer (SAC: the critics') is a
-    gradient step, each call of the agent's ``update`` an update, each ``update_parameters`` of the
-    target network (DQN: the hard copy every ``target_update_interval`` updates; SAC: the Polyak
-    step of ``target_critic_1``, which ``target_critic_2`` takes with it) a target sync, and each new
+    """Trace the schedule from inside skrl: each step of the main optimizer (SAC, TD3, DDPG: the
+    critics') is a gradient step, each call of the agent's ``update`` an update, each
+    ``update_parameters`` of the target network (DQN: the hard copy every ``target_update_interval``
+    updates; SAC: the Polyak step of ``target_critic_1``, which ``target_critic_2`` takes with it;
+    TD3: that of ``target_critic_1`` after every ``policy_delay``-th critic step, which
+    ``target_critic_2`` and ``target_policy`` take with it; DDPG: that of ``target_critic``, which
+    ``target_policy`` takes with it) a target sync, and each new
     value of DQN's ``exploration_scheduler`` (skrl asks it from ``random_timesteps`` on, before which
     it acts uniformly at random) an exploration value. A wrapped call costs one Python call."""
-    optimizer = agent.critic_optimizer if algorithm == "SAC" else agent.optimizer
+    optimizer = agent.critic_optimizer if algorithm in ("SAC", *DETERMINISTIC) else agent.optimizer
     step, update = optimizer.step, agent.update
 
     def traced_step(*args: Any, **kwargs: Any) -> Any:
@@ -383,7 +447,8 @@ def trace_schedule(agent: Any, algorithm: str, context: TrainingContext) -> None
         return update(*args, **kwargs)
 
     optimizer.step, agent.update = traced_step, traced_update
-    target = {"DQN": "target_q_network", "SAC": "target_critic_1"}.get(algorithm)
+    target = {"DQN": "target_q_network", "SAC": "target_critic_1", "TD3": "target_critic_1",
+              "DDPG": "target_critic"}.get(algorithm)
     if target is not None:
         model = getattr(agent, target)
         sync = model.update_parameters
@@ -415,6 +480,10 @@ class TracedEpsilon:
         return epsilon
 
 
+#: TD3's and DDPG's actor and critics: SB3's shapes, on the scaled action.
+DETERMINISTIC_POLICY = ("deterministic actor ending in tanh, acting on the action scaled to [-1, 1] (gymnasium "
+                        "RescaleAction around each env), critics on the observation and that scaled action, "
+                        "target copies of each: SB3's TD3/DDPG shapes")
 #: skrl's SAC policy head, which the canonical network (SB3's squashed Gaussian) is not.
 SAC_POLICY = ("skrl's Gaussian policy: tanh-bounded mean scaled to the action bounds, state-independent log-std, "
               "samples clipped to the bounds, log-probability of the unsquashed Gaussian (SB3 squashes samples "
@@ -433,14 +502,19 @@ def _fixed_choices(algorithm: str) -> dict[str, Any]:
         return {**off, "mini_batches": 1, "time_limit_bootstrap": True}  # one full-batch step per rollout
     if algorithm == "DQN":
         return {**off, "polyak": 1.0}  # hard target copies (the MSE TD loss: DEPARTURES)
+    if algorithm in DETERMINISTIC:
+        # no gradient clipping, as SB3; no exploration scheduler: the noise keeps its std for the whole run
+        return {**off, "grad_norm_clip": 0.0, "exploration_scheduler": None}
     return {**off, "grad_norm_clip": 0.0}  # two critics with Polyak targets
 
 
 def _network_layout(algorithm: str, hidden: list[int]) -> dict[str, list[int]]:
     if algorithm in ON_POLICY:
         return {"policy": hidden, "value": hidden}
-    if algorithm == "SAC":
+    if algorithm in ("SAC", "TD3"):
         return {"policy": hidden, "critic_1": hidden, "critic_2": hidden}
+    if algorithm == "DDPG":
+        return {"policy": hidden, "critic": hidden}
     return {"q_network": hidden}
 
 
@@ -495,6 +569,8 @@ class SkrlSetup:
     n_envs: int
     native: dict[str, Any] = field(default_factory=dict)
     timesteps_done: int = 0
+    #: The env's own action bounds (low, high) where skrl acts on the action scaled to [-1, 1] (TD3, DDPG).
+    action_bounds: tuple[Any, Any] | None = None
 
     @property
     def env_steps(self) -> int:
@@ -503,7 +579,8 @@ class SkrlSetup:
 
     @property
     def update_period(self) -> int:
-        """Vector steps between two updates: a rollout (PPO, A2C), ``update_interval`` (DQN), one (SAC)."""
+        """Vector steps between two updates: a rollout (PPO, A2C), ``update_interval`` (DQN), one (SAC,
+        TD3, DDPG)."""
         cfg = self.agent.cfg
         return int(getattr(cfg, "rollouts", None) or getattr(cfg, "update_interval", 1))
 
@@ -553,6 +630,11 @@ class SkrlSetup:
                         actions[explore] = torch.randint(int(space.n), (int(explore.sum()),))
                     return actions.numpy()
                 sampled, outputs = model.act(inputs, role="policy")
+                if self.action_bounds is not None:
+                    # TD3, DDPG: the actor's scaled action back to the env's bounds (RescaleAction's map); no
+                    # exploration noise either way, as SB3's predict
+                    low, high = self.action_bounds
+                    return np.clip(low + (high - low) * (sampled.numpy() + 1.0) / 2.0, low, high)
                 if discrete:
                     chosen = torch.argmax(outputs["net_output"], dim=-1) if deterministic else sampled.reshape(-1)
                     return chosen.numpy()
@@ -578,6 +660,11 @@ def build(workload: WorkloadLike, config: dict[str, Any], env_fns: Sequence[Call
     space = _action_space(fns[0])
     if isinstance(space, gymnasium.spaces.Box) and workload.algorithm in ON_POLICY:
         fns = [ClippedActions(fn) for fn in fns]  # Gaussian samples clipped to the bounds, as SB3 does
+    rescale = env_config.get("action_rescale")
+    action_bounds = None
+    if rescale is not None:  # TD3, DDPG: the actor and its noises act on the action scaled to [-1, 1]
+        fns = [ScaledActions(fn, *rescale) for fn in fns]
+        action_bounds = (space.low, space.high)
     if env_config["n_envs"] == 1:
         raw = fns[0]()
     else:
@@ -597,15 +684,37 @@ def build(workload: WorkloadLike, config: dict[str, Any], env_fns: Sequence[Call
         cfg["exploration_scheduler"] = LinearEpsilon(
             exploration["initial_eps"], exploration["final_eps"],
             exploration["fraction"] * workload.env_steps / env.num_envs)
+    native_noises = _gaussian_noises(cfg, device)
     agent = agent_class(models=models, memory=memory, cfg=cfg_class(**cfg), observation_space=env.observation_space,
                         state_space=env.state_space, action_space=env.action_space, device=device)
     trainer_cfg = {"timesteps": config["trainer"]["timesteps"], "headless": True, "disable_progressbar": True,
                    "close_environment_at_exit": False}
     native = {
-        "agent": f"skrl.agents.torch.{config['agent']}", "cfg": _plain(cfg), "memory": config["memory"],
+        "agent": f"skrl.agents.torch.{config['agent']}", "cfg": {**_plain(cfg), **native_noises},
+        "memory": config["memory"],
         "models": config["models"], "env": env_config, "trainer": {"class": "SequentialTrainer", **trainer_cfg},
     }
-    return SkrlSetup(workload, agent, env, trainer_cfg, env.num_envs, native)
+    return SkrlSetup(workload, agent, env, trainer_cfg, env.num_envs, native, action_bounds=action_bounds)
+
+
+#: The noise settings of skrl's TD3 and DDPG configurations.
+NOISES = ("exploration_noise", "smooth_regularization_noise")
+
+
+def _gaussian_noises(cfg: dict[str, Any], device: Any) -> dict[str, Any]:
+    """Turn each noise the mapping describes (:func:`_gaussian_noise`) into skrl's ``GaussianNoise``
+    class and its keyword arguments, in ``cfg``; return them as the native configuration records them."""
+    native: dict[str, Any] = {}
+    for key in NOISES:
+        spec = cfg.get(key)
+        if not isinstance(spec, dict):
+            continue
+        from skrl.resources.noises.torch import GaussianNoise
+
+        kwargs = {"mean": spec["mean"], "std": spec["std"]}
+        cfg[key], cfg[f"{key}_kwargs"] = GaussianNoise, {**kwargs, "device": device}
+        native[key], native[f"{key}_kwargs"] = "skrl.resources.noises.torch.GaussianNoise", kwargs
+    return native
 
 
 def _action_space(env_fn: Callable[[], Any]) -> Any:
@@ -629,6 +738,23 @@ class ClippedActions:
         import gymnasium
 
         return gymnasium.wrappers.ClipAction(self.env_fn())
+
+
+@dataclass(frozen=True)
+class ScaledActions:
+    """A picklable env factory whose environment takes continuous actions scaled to ``[low, high]``
+    (Gymnasium's ``RescaleAction``; the env's bounds must be finite, as SB3's scaling needs)."""
+
+    env_fn: Callable[[], Any]
+    low: float = -1.0
+    high: float = 1.0
+
+    def __call__(self, *_: Any, **__: Any) -> Any:
+        import gymnasium
+
+        env = self.env_fn()
+        dtype = env.action_space.dtype.type  # bounds of the space's own precision (float32 for most envs)
+        return gymnasium.wrappers.RescaleAction(env, dtype(self.low), dtype(self.high))
 
 
 @dataclass(frozen=True)
@@ -662,6 +788,14 @@ def _agent_classes(name: str) -> tuple[type, type]:
         from skrl.agents.torch.ddqn import DDQN, DDQN_CFG
 
         return DDQN, DDQN_CFG
+    if name == "TD3":
+        from skrl.agents.torch.td3 import TD3, TD3_CFG
+
+        return TD3, TD3_CFG
+    if name == "DDPG":
+        from skrl.agents.torch.ddpg import DDPG, DDPG_CFG
+
+        return DDPG, DDPG_CFG
     from skrl.agents.torch.sac import SAC, SAC_CFG
 
     return SAC, SAC_CFG
@@ -727,6 +861,18 @@ def _build_models(workload: WorkloadLike, env: Any, device: Any) -> dict[str, An
                 mean = self.center + self.scale * mean
             return mean, {"log_std": self.log_std_parameter}
 
+    class DeterministicPolicy(DeterministicMixin, Model):
+        """SB3's TD3/DDPG actor: an MLP ending in tanh, on the action scaled to [-1, 1] (the env's
+        ``RescaleAction`` makes that skrl's action space, so skrl's noises and clamps act there)."""
+
+        def __init__(self) -> None:
+            Model.__init__(self, **spaces)
+            DeterministicMixin.__init__(self, clip_actions=False)
+            self.net = mlp(self.num_observations, self.num_actions, squash=True)
+
+        def compute(self, inputs: dict[str, Any], role: str = "") -> tuple[Any, dict[str, Any]]:
+            return self.net(inputs["observations"]), {}
+
     class Value(DeterministicMixin, Model):
         def __init__(self, outputs: int, with_actions: bool) -> None:
             Model.__init__(self, **spaces)
@@ -749,5 +895,12 @@ def _build_models(workload: WorkloadLike, env: Any, device: Any) -> dict[str, An
         n_actions = int(env.action_space.n)
         return {"q_network": Value(n_actions, with_actions=False),
                 "target_q_network": Value(n_actions, with_actions=False)}
+    if algorithm == "TD3":
+        return {"policy": DeterministicPolicy(), "target_policy": DeterministicPolicy(),
+                "critic_1": Value(1, True), "critic_2": Value(1, True),
+                "target_critic_1": Value(1, True), "target_critic_2": Value(1, True)}
+    if algorithm == "DDPG":
+        return {"policy": DeterministicPolicy(), "target_policy": DeterministicPolicy(),
+                "critic": Value(1, True), "target_critic": Value(1, True)}
     return {"policy": GaussianPolicy(bounded=True), "critic_1": Value(1, True), "critic_2": Value(1, True),
             "target_critic_1": Value(1, True), "target_critic_2": Value(1, True)}

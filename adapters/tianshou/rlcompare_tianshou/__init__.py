@@ -1,5 +1,5 @@
-"""Tianshou 2.0 adapter: PPO, A2C and DQN on discrete actions, SAC on continuous actions, built with
-Tianshou's procedural API (networks, ``Algorithm``, ``Collector``, ``OnPolicyTrainer`` /
+"""Tianshou 2.0 adapter: PPO, A2C and DQN on discrete actions, SAC, TD3 and DDPG on continuous actions,
+built with Tianshou's procedural API (networks, ``Algorithm``, ``Collector``, ``OnPolicyTrainer`` /
 ``OffPolicyTrainer``).
 
 Parallelism: ``workers == 1`` steps ``envs_per_worker`` environments in-process (DummyVectorEnv);
@@ -9,12 +9,17 @@ AsyncCollector fails on its first collect with every policy used here (it indexe
 "policy" batch these policies produce), so ``mode = "async"`` is not offered.
 
 The harness hooks in through the trainer's ``training_fn``, which Tianshou calls before every collect
-step: it updates DQN's epsilon schedule and calls ``context.checkpoint``. The same builder serves
+step: it updates DQN's epsilon schedule and calls ``context.checkpoint``. TD3 and DDPG explore with
+Tianshou's own ``GaussianNoise``, which the collector adds to the actor's action in the action space
+scaled to [-1, 1] (the canonical unit, half the action range), before clipping and scaling it for the
+environment. The same builder serves
 the un-instrumented baseline of ``benchmarks/overhead.py`` (``benchmarks/baselines.py``), so both
 train the identical configuration; ``train()`` alone adds the schedule trace (:func:`trace_schedule`).
 
 Parity probes (:meth:`TianshouAdapter.parity_update`) run Tianshou's own buffer, targets and update
-on rlcompare's fixed problems, one module per family (:mod:`rlcompare_tianshou.parity`).
+on rlcompare's fixed problems, one module per family (:mod:`rlcompare_tianshou.parity`); TD3 and DDPG
+have no reference update yet, so their probes answer "unverifiable" and their departures from SB3's
+TD3/DDPG are stated in the notes of the settings they touch (:data:`SETTINGS`).
 """
 
 from __future__ import annotations
@@ -52,7 +57,12 @@ if TYPE_CHECKING:
     from rlcompare.plugins.register import Register
 
 ON_POLICY = ("PPO", "A2C")
-ACTION_SPACES = {"PPO": "discrete", "A2C": "discrete", "DQN": "discrete", "SAC": "continuous"}
+ACTION_SPACES = {"PPO": "discrete", "A2C": "discrete", "DQN": "discrete", "SAC": "continuous",
+                 "TD3": "continuous", "DDPG": "continuous"}
+#: The deterministic-actor families: Tianshou's DDPG and TD3, exploring with Gaussian action noise.
+DETERMINISTIC = ("TD3", "DDPG")
+#: The off-policy actor-critics, whose critic optimizer makes the traced gradient step.
+ACTOR_CRITIC_OFF_POLICY = ("SAC", *DETERMINISTIC)
 ACTIVATIONS = {"tanh": "Tanh", "relu": "ReLU"}
 #: Adam/RMSprop epsilon for the on-policy optimizers: the value of the reference implementations the
 #: canonical defaults come from (SB3's ActorCriticPolicy and CleanRL use 1e-5); Tianshou's default is 1e-8.
@@ -216,6 +226,79 @@ SETTINGS: dict[str, list[Setting]] = {
 }
 
 
+# TD3 and DDPG. Tianshou's actor ends in tanh (max_action 1) and the policy scales its action from
+# [-1, 1] to [low, high] (action_scaling, action_bound_method="clip"), so the actor, the critics, the
+# replay buffer and both noises all work in the action scaled to [-1, 1]: the canonical noise unit (the
+# action range's half-width) needs no conversion. The families have no reference update (no parity
+# probe, so no ``defaults.*`` entries may be listed): how Tianshou departs from SB3's TD3 (and TD3's
+# authors) is said in the notes of the settings concerned, which are then approximate.
+
+
+def _judge_exploration_noise(value: float, _: WorkloadLike) -> tuple[Fidelity, str]:
+    note = ("GaussianNoise(mu=0, sigma), added by the collector (exploration_noise=True) to the actor's action "
+            "in the action space scaled to [-1, 1] before Tianshou clips it to [-1, 1] and scales it to "
+            "[low, high]: sigma is already in units of the half-width, no conversion (in env units its std is "
+            "sigma x (high - low) / 2); no noise on the random actions of the learning_starts pre-fill")
+    if value == 0:
+        return Fidelity.EXACT, note
+    return Fidelity.APPROXIMATE, (note + "; the replay buffer keeps the noisy action *unclipped* (the env gets it "
+                                  "clipped), where SB3 and TD3's authors store the clipped action: the critics "
+                                  "also learn on actions beyond [-1, 1]")
+
+
+def _target_noise(value: float, workload: WorkloadLike) -> float:
+    # Tianshou reads noise_clip <= 0 as "no clip", where a canonical clip of 0 leaves no noise at all
+    return 0.0 if workload.hyperparameters.target_noise_clip == 0 else float(value)  # type: ignore[union-attr]
+
+
+def _judge_target_noise(value: float, workload: WorkloadLike) -> tuple[Fidelity, str]:
+    clip = workload.hyperparameters.target_noise_clip  # type: ignore[union-attr]
+    if value == 0 or clip == 0:
+        return Fidelity.EXACT, ("no smoothing noise (canonically none reaches the target action"
+                                + (": its clip is 0); policy_noise 0" if clip == 0 and value != 0 else ")")
+                                + ", so the target action is the target actor's own, inside [-1, 1]")
+    return Fidelity.APPROXIMATE, ("N(0, policy_noise) on the target actor's action in the space scaled to [-1, 1] "
+                                  "(the canonical unit, no conversion), clipped to +-noise_clip; but Tianshou does not "
+                                  "clamp the smoothed target action to [-1, 1] as SB3 and TD3's authors do, so the "
+                                  "target critics may be evaluated beyond the action range")
+
+
+def _judge_noise_clip(value: float, workload: WorkloadLike) -> tuple[Fidelity, str]:
+    if value == 0:
+        return Fidelity.EXACT, ("Tianshou reads noise_clip 0 as 'no clip'; a canonical clip of 0 leaves no noise, "
+                                "so policy_noise is passed as 0 (see target_policy_noise)")
+    return Fidelity.EXACT, "the smoothing noise is clamped to +-noise_clip in the action scaled to [-1, 1], as canonical"
+
+
+def _judge_policy_delay(value: int, _: WorkloadLike) -> tuple[Fidelity, str]:
+    note = ("Tianshou counts critic gradient steps over the whole run (TD3._cnt) and steps the actor, then moves "
+            "all targets by one Polyak step, every update_actor_freq-th of them")
+    if value == 1:
+        return Fidelity.EXACT, note + "; with 1, after every critic step"
+    return Fidelity.APPROXIMATE, (note + f", but from the first: after critic steps 1, {value + 1}, "
+                                  f"{2 * value + 1}, ... where the canonical schedule (TD3's authors, SB3) has "
+                                  f"{value}, {2 * value}, ...: the same interval, {value - 1} critic step(s) earlier")
+
+
+_DETERMINISTIC_COMMON = [
+    *_OFF_POLICY_COMMON,
+    Setting("exploration_noise", "policy.exploration_noise", judge=_judge_exploration_noise),
+]
+SETTINGS["TD3"] = [
+    *_DETERMINISTIC_COMMON,
+    Setting("tau", "algorithm.tau",
+            note="one Polyak step of the target actor and both target critics with every actor step"),
+    Setting("policy_delay", "algorithm.update_actor_freq", judge=_judge_policy_delay),
+    Setting("target_policy_noise", "algorithm.policy_noise", convert=_target_noise, judge=_judge_target_noise),
+    Setting("target_noise_clip", "algorithm.noise_clip", judge=_judge_noise_clip),
+]
+SETTINGS["DDPG"] = [
+    *_DETERMINISTIC_COMMON,
+    Setting("tau", "algorithm.tau",
+            note="one Polyak step of the target actor and critic after every gradient step (critic, then actor)"),
+]
+
+
 #: How Tianshou's SAC update departs from the canonical one, as its parity probe measured them
 #: (``rlcompare parity --adapters tianshou``; tianshou/algorithm/modelfree/ddpg.py and sac.py).
 SAC_DEPARTURES = (
@@ -235,7 +318,8 @@ SAC_DEPARTURES = (
 class TianshouAdapter(Adapter):
     id = "tianshou"
     framework = "tianshou"
-    summary = "Tianshou 2.0: PPO, A2C, DQN (discrete), SAC (continuous); DummyVectorEnv / SubprocVectorEnv"
+    summary = ("Tianshou 2.0: PPO, A2C, DQN (discrete), SAC, TD3, DDPG (continuous); "
+               "DummyVectorEnv / SubprocVectorEnv")
     import_name = "tianshou"
     distributions = ("tianshou", "torch")
 
@@ -263,6 +347,9 @@ class TianshouAdapter(Adapter):
         if workload.algorithm == "A2C":
             # one full-batch gradient step per rollout, as A2C is defined
             config.setdefault("trainer", {}).update(batch_size=None, update_step_num_repetitions=1)
+        if workload.algorithm in DETERMINISTIC:
+            # the actor's tanh output is in [-1, 1]: the policy clips and scales it to [low, high] for the env
+            config["policy"].update(action_scaling=True, action_bound_method="clip")
         config["optim"].setdefault("class", "AdamOptimizerFactory")
         if workload.algorithm in ON_POLICY:
             config["optim"]["eps"] = ON_POLICY_OPTIM_EPS
@@ -330,6 +417,13 @@ def _fixed_choices(algorithm: str) -> tuple[dict[str, Any], str]:
     if algorithm == "DQN":
         return ({"huber_loss_delta": DQN_HUBER_DELTA, "n_step_return_horizon": 1},
                 "Huber TD loss (delta 1) as in Nature DQN and SB3; 1-step targets")
+    if algorithm == "TD3":
+        return ({"n_step_return_horizon": 1},
+                "two critics, each its own MSE loss and Adam (the gradient of SB3's summed loss), a tanh "
+                "deterministic actor trained on the first critic; Polyak targets; 1-step targets")
+    if algorithm == "DDPG":
+        return ({"n_step_return_horizon": 1},
+                "one critic (MSE loss), a tanh deterministic actor, Polyak targets; 1-step targets")
     return ({"n_step_return_horizon": 1},
             "two critics with Polyak targets, tanh-squashed Gaussian actor; 1-step targets")
 
@@ -337,8 +431,10 @@ def _fixed_choices(algorithm: str) -> tuple[dict[str, Any], str]:
 def _network_shapes(algorithm: str, hidden: list[int]) -> dict[str, list[int]]:
     if algorithm in ON_POLICY:
         return {"actor": hidden, "critic": hidden}
-    if algorithm == "SAC":
+    if algorithm in ("SAC", "TD3"):
         return {"actor": hidden, "critic1": hidden, "critic2": hidden}
+    if algorithm == "DDPG":
+        return {"actor": hidden, "critic": hidden}
     return {"q": hidden}
 
 
@@ -528,6 +624,9 @@ def build(workload: WorkloadLike, config: dict[str, dict[str, Any]], env_fns: Se
             epsilon = _linear_epsilon(config["exploration"], workload.env_steps)
             algorithm.policy.set_eps_training(epsilon(0))
             exploration_noise = True  # epsilon-greedy is applied by the collector
+        elif workload.algorithm in DETERMINISTIC:
+            algorithm = _build_deterministic(workload, config, algorithm_kwargs, observation_space, action_space)
+            exploration_noise = True  # the collector adds the policy's GaussianNoise to every action
         else:
             algorithm = _build_sac(workload, config, algorithm_kwargs, observation_space, action_space)
             exploration_noise = False  # SAC explores by sampling its own Gaussian
@@ -549,17 +648,19 @@ def trace_schedule(setup: TianshouSetup, context: TrainingContext) -> None:
     methods (a function call and a few integer operations per event):
 
     - ``gradient_step``: the step of ``Algorithm.Optimizer`` of the main loss (A2C/PPO: ``optim``,
-      actor and critic together; DQN: ``optim``; SAC: ``critic_optim``, the first critic's);
+      actor and critic together; DQN: ``optim``; SAC, TD3, DDPG: ``critic_optim``, the first
+      critic's, once per ``_update_with_batch``);
     - ``target_sync``: ``_update_lagged_network_weights`` (DQN: the full copy, which
       ``_periodically_update_lagged_network_weights`` calls every ``target_update_freq`` updates
-      counted from the first; SAC: the Polyak step after every gradient step);
+      counted from the first; SAC, DDPG: the Polyak step after every gradient step; TD3: the Polyak
+      step of all targets after each actor step, every ``update_actor_freq``-th critic step);
     - ``exploration``: DQN's ``policy.set_eps_training``, which the trainer's ``training_fn`` calls
       before every collect, with the epsilon set (and the initial one when training starts);
     - ``update``: the first ``Algorithm.update`` after a collect (on-policy Tianshou calls it once per
       rollout; off-policy once per gradient step, all of them after the same collect).
     """
     algorithm, collector, trace = setup.algorithm, setup.collector, context.trace
-    main = algorithm.critic_optim if setup.workload.algorithm == "SAC" else algorithm.optim
+    main = algorithm.critic_optim if setup.workload.algorithm in ACTOR_CRITIC_OFF_POLICY else algorithm.optim
     optimizer_step = main.step
 
     def traced_step(*args: Any, **kwargs: Any) -> Any:
@@ -706,3 +807,38 @@ def _build_sac(workload: WorkloadLike, config: dict[str, dict[str, Any]], kwargs
         kwargs["alpha"] = AutoAlpha(target_entropy=-float(np.prod(act_shape)), log_alpha=0.0, optim=optim)
     return SAC(policy=policy, policy_optim=optim, critic=critic(), critic_optim=optim, critic2=critic(),
                critic2_optim=optim, **kwargs)
+
+
+def _build_deterministic(workload: WorkloadLike, config: dict[str, dict[str, Any]], kwargs: dict[str, Any],
+                         observation_space: Any, action_space: Any) -> Any:
+    """Tianshou's TD3 or DDPG: a tanh deterministic actor, one critic (DDPG) or two (TD3), Gaussian
+    exploration noise on the action scaled to [-1, 1]."""
+    from tianshou.algorithm import DDPG, TD3
+    from tianshou.algorithm.modelfree.ddpg import ContinuousDeterministicPolicy
+    from tianshou.exploration import GaussianNoise
+    from tianshou.utils.net.common import Net
+    from tianshou.utils.net.continuous import ContinuousActorDeterministic, ContinuousCritic
+
+    hidden = workload.network.hidden_sizes
+    activation = _activation(workload)
+    obs_shape, act_shape = observation_space.shape, action_space.shape
+    actor = ContinuousActorDeterministic(
+        preprocess_net=Net(state_shape=obs_shape, hidden_sizes=hidden, activation=activation),
+        action_shape=act_shape,
+        max_action=1.0,  # tanh output in [-1, 1]; the policy scales it to [low, high] (as SB3's actor)
+    )
+
+    def critic() -> Any:
+        return ContinuousCritic(preprocess_net=Net(state_shape=obs_shape, action_shape=act_shape,
+                                                   hidden_sizes=hidden, activation=activation, concat=True))
+
+    policy_config = config["policy"]
+    policy = ContinuousDeterministicPolicy(
+        actor=actor, exploration_noise=GaussianNoise(mu=0.0, sigma=float(policy_config["exploration_noise"])),
+        action_space=action_space, observation_space=observation_space,
+        action_scaling=policy_config["action_scaling"], action_bound_method=policy_config["action_bound_method"])
+    optim = _optim_factory(config)
+    if workload.algorithm == "TD3":
+        return TD3(policy=policy, policy_optim=optim, critic=critic(), critic_optim=optim, critic2=critic(),
+                   critic2_optim=optim, **kwargs)
+    return DDPG(policy=policy, policy_optim=optim, critic=critic(), critic_optim=optim, **kwargs)

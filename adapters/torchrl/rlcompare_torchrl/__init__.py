@@ -1,16 +1,22 @@
-"""TorchRL adapter: PPO, A2C, DQN (discrete actions) and SAC (continuous actions) built from TorchRL's
-own pieces (``GymWrapper`` / ``SerialEnv`` environments, collectors, replay buffers, ``ClipPPOLoss``,
-``A2CLoss``, ``DQNLoss``, ``SACLoss``, ``GAE``, target updaters, ``EGreedyModule``), in the training
-loop TorchRL's own examples (``sota-implementations``) write: iterate the collector, compute, update,
-``collector.update_policy_weights_()``.
+"""TorchRL adapter: PPO, A2C, DQN (discrete actions), SAC, TD3 and DDPG (continuous actions) built
+from TorchRL's own pieces (``GymWrapper`` / ``SerialEnv`` environments, collectors, replay buffers,
+``ClipPPOLoss``, ``A2CLoss``, ``DQNLoss``, ``SACLoss``, ``TD3Loss``, ``DDPGLoss``, ``GAE``, target
+updaters, ``EGreedyModule``, ``TanhModule``, ``AdditiveGaussianModule``), in the training loop
+TorchRL's own examples (``sota-implementations``) write: iterate the collector, compute, update,
+``collector.update_policy_weights_()``. TD3 and DDPG step as TorchRL's TD3 script does: the critic
+on ``value_loss``, then, after every ``policy_delay``-th critic step of the run (DDPG: every one), the
+actor on ``actor_loss`` against the stepped critic and one ``SoftUpdate`` step of the targets.
+TorchRL acts and adds its noise in the environment's units, so the canonical noise scales (in
+half-widths of the action range) are multiplied by ``(high - low) / 2`` per action dimension.
 
 Parallelism maps to TorchRL's collectors: ``workers == 1`` collects in the training process with
 ``Collector`` over a ``SerialEnv`` of ``envs_per_worker`` environments (one environment: the
 ``GymWrapper`` itself); ``workers > 1`` uses ``MultiSyncCollector``, one process per worker, each
 running its own copy of the policy over its own ``SerialEnv`` (TorchRL's rollout workers);
 ``mode = "async"`` uses ``MultiAsyncCollector``, whose workers keep collecting while the learner
-trains. Asynchronous collection is offered for DQN and SAC only: PPO and A2C are on-policy and
-TorchRL's losses for them have no correction for batches collected by an older policy.
+trains. Asynchronous collection is offered for the off-policy DQN, SAC, TD3 and DDPG only: PPO and
+A2C are on-policy and TorchRL's losses for them have no correction for batches collected by an older
+policy.
 
 The same builder serves the un-instrumented baseline of ``benchmarks/overhead.py``
 (``benchmarks/baselines.py``), so both train the identical configuration.
@@ -47,12 +53,17 @@ if TYPE_CHECKING:
     from rlcompare.plugins.register import Register
 
 ON_POLICY = ("PPO", "A2C")
+#: Deterministic actor-critics: a deterministic actor with Gaussian exploration noise, target actor and critic(s).
+DETERMINISTIC = ("TD3", "DDPG")
 ACTION_SPACES = {"PPO": frozenset({"discrete", "continuous"}), "A2C": frozenset({"discrete", "continuous"}),
-                 "DQN": frozenset({"discrete"}), "SAC": frozenset({"continuous"})}
+                 "DQN": frozenset({"discrete"}), "SAC": frozenset({"continuous"}),
+                 "TD3": frozenset({"continuous"}), "DDPG": frozenset({"continuous"})}
 ACTIVATIONS = {"tanh": "Tanh", "relu": "ReLU"}
 #: Native-name prefixes that name a component built from keyword arguments.
-COMPONENTS = ("collector", "loss", "optim", "GAE", "replay_buffer", "EGreedyModule", "SoftUpdate")
-#: Where each family's parity probe is answered (``module:function``).
+COMPONENTS = ("collector", "loss", "optim", "GAE", "replay_buffer", "EGreedyModule", "SoftUpdate",
+              "AdditiveGaussianModule")
+#: Where each family's parity probe is answered (``module:function``); TD3 and DDPG have none yet, so
+#: their ``parity_update`` answers "unverifiable".
 PARITY_UPDATES = {"PPO": "rlcompare_torchrl.parity:ppo_update", "A2C": "rlcompare_torchrl.parity_a2c:a2c_update",
                   "DQN": "rlcompare_torchrl.parity_dqn:dqn_update", "SAC": "rlcompare_torchrl.parity_sac:sac_update"}
 #: Adam/RMSprop epsilon of the on-policy optimizers: SB3's and CleanRL's (TorchRL's own PPO scripts use it too).
@@ -127,6 +138,42 @@ def _alpha(value: float | str, _: WorkloadLike) -> dict[str, Any]:
     return {"alpha_init": float(value), "fixed_alpha": True}
 
 
+@dataclass(frozen=True)
+class HalfWidths:
+    """A canonical noise scale, in units of the action range's half-width (the action scaled to
+    [-1, 1]). TorchRL's ``TD3Loss`` and ``AdditiveGaussianModule`` add their noise to the action in
+    the environment's units, so :func:`build_learner` multiplies it by ``(high - low) / 2`` per action
+    dimension once the action space is known (the fidelity report is made without an environment)."""
+
+    value: float
+
+    def __repr__(self) -> str:
+        return f"{self.value:g} x (high - low) / 2"
+
+    def in_env_units(self, low: Any, high: Any) -> float | list[float]:
+        """The scale in env units: one number when every dimension has the same half-width, else one
+        per dimension."""
+        import numpy as np
+
+        half = (np.asarray(high, dtype=np.float64) - np.asarray(low, dtype=np.float64)).reshape(-1) / 2
+        if not np.all(np.isfinite(half)):
+            raise ValueError(f"TorchRL's TD3 and DDPG actors need a bounded action space, got [{low}, {high}]")
+        scaled = [float(self.value * width) for width in half]
+        return scaled[0] if len(set(scaled)) == 1 else scaled
+
+
+def _half_widths(value: float, _: WorkloadLike) -> HalfWidths:
+    return HalfWidths(float(value))
+
+
+def _judge_exploration_noise(value: float, workload: WorkloadLike) -> tuple[Fidelity, str]:
+    note = ("AdditiveGaussianModule(sigma 1, std = exploration_noise x (high - low) / 2 per action dimension) "
+            "after the actor: TorchRL adds the noise in env units and projects the action onto the bounds, as "
+            "SB3 adds it to the action scaled to [-1, 1] and clips there; constant (no annealing)")
+    # the uniform random actions of init_random_frames carry no noise, as canonical (the authors' code)
+    return Fidelity.EXACT, note + "; no noise on the warm-up's uniform random actions (init_random_frames), as canonical"
+
+
 _ON_POLICY_COMMON = [
     Setting("gamma", "GAE.gamma"),
     Setting("gae_lambda", "GAE.lmbda"),
@@ -144,6 +191,13 @@ _OFF_POLICY_COMMON = [
     Setting("minibatch_size", "replay_buffer.batch_size"),
     Setting("train_every", "collector.frames_per_batch", convert=_batch_frames, judge=_judge_batch),
     Setting("gradient_steps", "gradient_steps", note="optimizer steps per train_every env steps"),
+]
+
+_DETERMINISTIC_COMMON = [
+    *(setting for setting in _OFF_POLICY_COMMON if setting.canonical != "gradient_steps"),
+    Setting("gradient_steps", "gradient_steps", note="critic optimizer steps per train_every env steps"),
+    Setting("tau", "SoftUpdate.tau", note="one Polyak step of the target actor and critic(s) after every actor step"),
+    Setting("exploration_noise", "AdditiveGaussianModule.std", convert=_half_widths, judge=_judge_exploration_noise),
 ]
 
 SETTINGS: dict[str, list[Setting]] = {
@@ -180,6 +234,19 @@ SETTINGS: dict[str, list[Setting]] = {
         Setting("entropy_coef", "loss.alpha", convert=_alpha,
                 note="'auto': learned alpha from 1.0 (as SB3), target entropy -dim(A)"),
     ],
+    "TD3": [
+        *_DETERMINISTIC_COMMON,
+        Setting("policy_delay", "policy_delay",
+                note="actor step (actor_loss, against the critics after their step) and SoftUpdate step after "
+                     "every policy_delay-th critic step, counted over the run, as TorchRL's TD3 script and SB3"),
+        Setting("target_policy_noise", "loss.policy_noise", convert=_half_widths,
+                note="TD3Loss adds it to the target actor's action in env units: the canonical std x (high - low) "
+                     "/ 2 per action dimension, then clamps the action to the bounds (SB3: to [-1, 1]; the same)"),
+        Setting("target_noise_clip", "loss.noise_clip", convert=_half_widths,
+                note="TD3Loss clips that noise to +-noise_clip in env units: the canonical clip x (high - low) / 2 "
+                     "per action dimension"),
+    ],
+    "DDPG": list(_DETERMINISTIC_COMMON),
 }
 
 
@@ -205,6 +272,16 @@ SAC_DEPARTURES = (
 )
 
 
+#: How TorchRL's TD3 and DDPG departs from the canonical update, read from its code (no TorchRL probe
+#: answers these families yet): the critics see the action as the actor's TanhModule maps it onto the
+#: env's bounds, not the policy's [-1, 1] (torchrl/modules/tensordict_module/actors.py, TanhModule).
+DETERMINISTIC_DEPARTURES = (
+    entry("defaults.critic_action_space", "[-1, 1]", Fidelity.APPROXIMATE, "TanhModule(low, high)", "env bounds",
+          "the actor's TanhModule spans the env's bounds, so the replay buffer and the critics hold env-scaled "
+          "actions"),
+)
+
+
 # -------------------------------------------------------------------------------------------------
 # the adapter
 # -------------------------------------------------------------------------------------------------
@@ -213,7 +290,7 @@ SAC_DEPARTURES = (
 class TorchRLAdapter(Adapter):
     id = "torchrl"
     framework = "torchrl"
-    summary = ("TorchRL: PPO, A2C, DQN (discrete), SAC (continuous); Collector / MultiSyncCollector / "
+    summary = ("TorchRL: PPO, A2C, DQN (discrete), SAC, TD3, DDPG (continuous); Collector / MultiSyncCollector / "
                "MultiAsyncCollector over SerialEnv")
     import_name = "torchrl"
     distributions = ("torchrl", "tensordict", "torch")
@@ -234,8 +311,9 @@ class TorchRLAdapter(Adapter):
         if workload.parallelism.mode == "async" and workload.algorithm in ON_POLICY:
             raise IncompatibleError(
                 f"adapter {self.id!r} cannot run workload {workload.id!r}: asynchronous collection "
-                f"(MultiAsyncCollector) is offered for the off-policy DQN and SAC only; {workload.algorithm} is "
-                "on-policy and TorchRL's loss has no correction for batches from an older policy")
+                "(MultiAsyncCollector) is offered for the off-policy DQN, SAC, TD3 and DDPG only; "
+                f"{workload.algorithm} is on-policy and TorchRL's loss has no correction for batches from an "
+                "older policy")
 
     # -- translation -------------------------------------------------------------------------------
 
@@ -268,9 +346,12 @@ class TorchRLAdapter(Adapter):
         else:
             config["schedule"]["target_update_interval"] = getattr(hp, "target_update_interval", None)
             config["schedule"]["train_every"] = hp.train_every  # type: ignore[union-attr]
+            if algorithm == "DDPG":
+                config["schedule"]["policy_delay"] = 1  # the actor and the targets move at every critic step
         fixed, _why, _status = _fixed_choices(algorithm)  # the native config; no fidelity entry (not canonical)
         config["loss"].update(fixed)
-        loss_class = {"PPO": "ClipPPOLoss", "A2C": "A2CLoss", "DQN": "DQNLoss", "SAC": "SACLoss"}[algorithm]
+        loss_class = {"PPO": "ClipPPOLoss", "A2C": "A2CLoss", "DQN": "DQNLoss", "SAC": "SACLoss", "TD3": "TD3Loss",
+                      "DDPG": "DDPGLoss"}[algorithm]
         config["loss"]["class"] = loss_class
         net = workload.network
         hidden = list(net.hidden_sizes)
@@ -290,7 +371,11 @@ class TorchRLAdapter(Adapter):
 
     def fidelity(self, workload: WorkloadLike) -> list[FidelityEntry]:
         entries = self.native_config(workload)[1]
-        return [*entries, *SAC_DEPARTURES] if workload.algorithm == "SAC" else entries
+        if workload.algorithm == "SAC":
+            return [*entries, *SAC_DEPARTURES]
+        if workload.algorithm in ("TD3", "DDPG"):
+            return [*entries, *DETERMINISTIC_DEPARTURES]
+        return entries
 
     # -- training ----------------------------------------------------------------------------------
 
@@ -321,8 +406,9 @@ class TorchRLAdapter(Adapter):
 
 def trace_schedule(setup: TorchRLSetup, trace: Callable[..., None]) -> None:
     """Trace the schedule ``setup`` follows (:mod:`rlcompare.harness.schedule`) by wrapping its
-    optimizer's ``step`` (``gradient_step``; SAC's one grouped step of actor, critics and alpha), its
-    target updater's ``step`` (``target_sync``: DQN's hard copy, SAC's Polyak step) and DQN's
+    optimizer's ``step`` (``gradient_step``; SAC's one grouped step of actor, critics and alpha; TD3's
+    and DDPG's critic step), its target updater's ``step`` (``target_sync``: DQN's hard copy, SAC's
+    Polyak step, TD3's and DDPG's Polyak step of the target actor and critics together) and DQN's
     ``EGreedyModule.step`` (``exploration``, the epsilon now in force); ``update`` comes from the
     setup's ``on_update`` after each rollout's epochs or each batch's gradient steps. Each wrapper adds
     one call to ``trace``: a few integer updates."""
@@ -372,6 +458,14 @@ def _fixed_choices(algorithm: str) -> tuple[dict[str, Any], str, Fidelity]:
     if algorithm == "DQN":
         return ({"loss_function": "smooth_l1", "delay_value": True},
                 "Huber TD loss (delta 1) as in Nature DQN and SB3; 1-step targets", Fidelity.EXACT)
+    if algorithm == "TD3":
+        return ({"num_qvalue_nets": 2, "loss_function": "l2", "delay_actor": True, "delay_qvalue": True},
+                "two critics, MSE summed over them (as SB3), target actor and critics; the actor's loss is -Q1",
+                Fidelity.EXACT)
+    if algorithm == "DDPG":
+        # DDPGLoss keeps no target actor by default (delay_actor=False): SB3's DDPG has one
+        return ({"loss_function": "l2", "delay_actor": True, "delay_value": True},
+                "one critic, MSE, target actor and critic; no target policy smoothing", Fidelity.EXACT)
     return ({"num_qvalue_nets": 2, "loss_function": "l2", "delay_qvalue": True},
             "two critics with Polyak targets, TanhNormal actor (loc and softplus scale from the network, as "
             "TorchRL's SAC scripts); actor, critic and alpha losses from one forward and stepped together "
@@ -381,8 +475,10 @@ def _fixed_choices(algorithm: str) -> tuple[dict[str, Any], str, Fidelity]:
 def _network_layout(algorithm: str, hidden: list[int]) -> dict[str, list[int]]:
     if algorithm in ON_POLICY:
         return {"actor": hidden, "critic": hidden}
-    if algorithm == "SAC":
+    if algorithm in ("SAC", "TD3"):
         return {"actor": hidden, "qvalue (x2)": hidden}
+    if algorithm == "DDPG":
+        return {"actor": hidden, "qvalue": hidden}
     return {"q": hidden}
 
 
@@ -393,6 +489,11 @@ def _network_note(algorithm: str) -> str:
     if algorithm in ON_POLICY:
         note += (" (SB3 uses orthogonal initialisation for PPO/A2C); continuous actions: Gaussian with a "
                  "state-independent log-std from 0, samples clipped to the bounds by the environment, as SB3")
+    elif algorithm in DETERMINISTIC:
+        note += ("; deterministic actor: MLP, then TanhModule onto the env's bounds (SB3: tanh in [-1, 1], "
+                 "rescaled), with target copies of actor and critic(s); the critics read (observation, action) "
+                 "with the action in env units, as the replay buffer holds it (SB3 stores and feeds the action "
+                 "scaled to [-1, 1]: the same networks on a rescaled input)")
     return note
 
 
@@ -482,6 +583,8 @@ class TorchRLSetup:
     native: dict[str, Any] = field(default_factory=dict)
     #: Called after each update (a rollout's epochs, or a batch's gradient steps); the adapter traces it.
     on_update: Callable[[], None] | None = None
+    #: TD3, DDPG: critic gradient steps so far over the whole run (the actor steps on every policy_delay-th).
+    critic_steps: int = 0
 
     @property
     def env_steps(self) -> int:
@@ -538,10 +641,33 @@ class TorchRLSetup:
             self.on_update()
 
     def gradient_step(self, batch: Any) -> None:
-        """One off-policy gradient step on ``batch`` (a replay minibatch); SAC's Polyak update follows it."""
+        """One off-policy gradient step on ``batch`` (a replay minibatch); SAC's Polyak update follows it.
+        TD3 and DDPG: one critic step, and on every ``policy_delay``-th an actor step and a Polyak step."""
+        if self.workload.algorithm in DETERMINISTIC:
+            self._deterministic_step(batch)
+            return
         self._step(_total(self.loss(batch)), getattr(self.workload.hyperparameters, "max_grad_norm", None))
         if self.config["schedule"].get("target_update_interval") is None:
             self.extras["target_updater"].step()  # SAC: Polyak after every gradient step
+
+    def _deterministic_step(self, batch: Any) -> None:
+        """TD3's and DDPG's gradient step as TorchRL's TD3 script makes it: the critic(s) on the value
+        loss; then, after every ``policy_delay``-th critic step counted over the run (DDPG: 1), the actor
+        on its loss against the critic(s) after their step, and one ``SoftUpdate`` step of the targets."""
+        if self.workload.algorithm == "TD3":
+            value_loss, actor_loss = self.loss.value_loss, self.loss.actor_loss
+        else:
+            value_loss, actor_loss = self.loss.loss_value, self.loss.loss_actor
+        critic_loss, _ = value_loss(batch)
+        self._step(critic_loss, None)  # self.optimizer: the critics' Adam (traced as the gradient step)
+        self.critic_steps += 1
+        if self.critic_steps % self.config["schedule"]["policy_delay"] == 0:
+            loss, _ = actor_loss(batch)
+            optimizer = self.extras["actor_optimizer"]
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            self.extras["target_updater"].step()
 
     def _run_off_policy(self, after_batch: Callable[[int], None]) -> None:
         hp = self.workload.hyperparameters
@@ -580,6 +706,8 @@ class TorchRLSetup:
         from tensordict import TensorDict
         from torchrl.envs.utils import ExplorationType, set_exploration_type
 
+        # TD3 and DDPG keep no "explorer": their exploration noise is for collecting only, and their
+        # policy is the deterministic actor either way (as SB3's predict(deterministic=False))
         actor = self.actor if deterministic or "explorer" not in self.extras else self.extras["explorer"]
         mode = ExplorationType.DETERMINISTIC if deterministic else ExplorationType.RANDOM
         bounds = self.extras.get("bounds")
@@ -611,6 +739,7 @@ def build(workload: WorkloadLike, config: dict[str, dict[str, Any]], env_fns: Se
     from torchrl.collectors import Collector, MultiAsyncCollector, MultiSyncCollector
 
     setup = build_learner(workload, config, seed)
+    config = setup.config  # noise scales in env units (TD3, DDPG): what the native config records
     par = workload.parallelism
     fns = list(env_fns)
     worker_makers = [WorkerEnvMaker(GymMaker(tuple(fns[w * par.envs_per_worker:(w + 1) * par.envs_per_worker]),
@@ -664,10 +793,22 @@ def build_learner(workload: WorkloadLike, config: dict[str, dict[str, Any]], see
     spec_env = GymMaker((_Uncounted(workload.env, dict(workload.env_kwargs)),), clip)()
     action_spec = spec_env.action_spec
     spec_env.close()
+    config = _in_env_units(config, action_space)
     modules = _build_modules(workload, config, observation_space, action_space, action_spec)
     extras = {**modules["extras"], "collect_policy": modules["collect_policy"], "clip_actions": clip}
     return TorchRLSetup(workload, config, None, modules["actor"], modules["loss"], modules["optimizer"],
                         modules["parameters"], extras)
+
+
+def _in_env_units(config: dict[str, dict[str, Any]], action_space: Any) -> dict[str, dict[str, Any]]:
+    """``config`` with every :class:`HalfWidths` noise scale (TD3, DDPG) turned into env units for
+    ``action_space``; the same ``config`` when it holds none."""
+    if not any(isinstance(value, HalfWidths) for group in config.values() if isinstance(group, dict)
+               for value in group.values()):
+        return config
+    return {key: {name: value.in_env_units(action_space.low, action_space.high) if isinstance(value, HalfWidths)
+                  else value for name, value in group.items()} if isinstance(group, dict) else group
+            for key, group in config.items()}
 
 
 @dataclass(frozen=True)
@@ -681,6 +822,13 @@ class _Uncounted:
         from rlcompare.adapter import make_env
 
         return make_env(self.env_id, self.env_kwargs)
+
+
+def _scalar_or_tensor(value: float | list[float]) -> Any:
+    """A noise scale as TorchRL takes it: a float, or a tensor of one scale per action dimension."""
+    import torch
+
+    return torch.tensor(value, dtype=torch.float32) if isinstance(value, list) else float(value)
 
 
 def _plain(value: Any) -> Any:
@@ -705,20 +853,24 @@ def _build_modules(workload: WorkloadLike, config: dict[str, dict[str, Any]], ob
     from torchrl.data.replay_buffers.samplers import SamplerWithoutReplacement
     from torchrl.modules import (
         MLP,
+        AdditiveGaussianModule,
         EGreedyModule,
         IndependentNormal,
         ProbabilisticActor,
         QValueActor,
+        TanhModule,
         TanhNormal,
         ValueOperator,
     )
     from torchrl.objectives import (
         A2CLoss,
         ClipPPOLoss,
+        DDPGLoss,
         DQNLoss,
         HardUpdate,
         SACLoss,
         SoftUpdate,
+        TD3Loss,
         group_optimizers,
     )
     from torchrl.objectives.value import GAE
@@ -786,6 +938,31 @@ def _build_modules(workload: WorkloadLike, config: dict[str, dict[str, Any]], ob
         optimizer = torch.optim.Adam(parameters, lr=lr)
         return {"actor": actor, "collect_policy": explorer, "loss": loss, "optimizer": optimizer,
                 "parameters": parameters, "extras": extras}
+
+    if algorithm in DETERMINISTIC:
+        # as TorchRL's TD3 script: an MLP, then TanhModule onto the action spec's bounds; the critics read
+        # (observation, action); the exploration module adds constant Gaussian noise in env units
+        actor = TensorDictSequential(
+            TensorDictModule(mlp(n_obs, n_act), in_keys=["observation"], out_keys=["param"]),
+            TanhModule(in_keys=["param"], out_keys=["action"], spec=action_spec))
+        qvalue = ValueOperator(mlp(n_obs + n_act, 1), in_keys=["observation", "action"])
+        noise = config["AdditiveGaussianModule"]
+        explorer = TensorDictSequential(actor, AdditiveGaussianModule(
+            spec=action_spec, sigma_init=1.0, sigma_end=1.0, mean=0.0, std=noise["std"]))  # a list: per dimension
+        if algorithm == "TD3":
+            loss_config.update(policy_noise=_scalar_or_tensor(loss_config["policy_noise"]),
+                               noise_clip=_scalar_or_tensor(loss_config["noise_clip"]))
+            loss = TD3Loss(actor, qvalue, action_spec=action_spec, **loss_config)
+            critic_params = loss.qvalue_network_params
+        else:
+            loss = DDPGLoss(actor, qvalue, **loss_config)
+            critic_params = loss.value_network_params
+        loss.make_value_estimator(gamma=gamma)
+        extras["target_updater"] = SoftUpdate(loss, tau=config["SoftUpdate"]["tau"])
+        extras["actor_optimizer"] = torch.optim.Adam(loss.actor_network_params.flatten_keys().values(), lr=lr)
+        optimizer = torch.optim.Adam(critic_params.flatten_keys().values(), lr=lr)  # the traced gradient step
+        return {"actor": actor, "collect_policy": explorer, "loss": loss, "optimizer": optimizer,
+                "parameters": list(loss.parameters()), "extras": extras}
 
     body = torch.nn.Sequential(mlp(n_obs, 2 * n_act), NormalParamExtractor())
     actor_module = TensorDictModule(body, in_keys=["observation"], out_keys=["loc", "scale"])
