@@ -26,7 +26,10 @@ pytestmark = pytest.mark.framework
 #: the canonical one (SB3, CleanRL) 1e-5. DQN: skrl's DQN.update takes F.mse_loss of the TD error
 #: and never clips the gradient (skrl/agents/torch/dqn/dqn.py, update). A2C: three departures at
 #: once, one of which no variant names (see the test of the explanation below). SAC: the adapter's
-#: skrl actor cannot hold the probe's actor.
+#: skrl actor cannot hold the probe's actor. TD3, DDPG: skrl's TD3.update / DDPG.update are the
+#: canonical update (torch's Adam eps 1e-8 is the canonical one there; summed F.mse_loss per critic;
+#: the actor on the first critic after its step; the critics on the [-1, 1] action; no truncation
+#: flag in skrl's memory, so truncated transitions bootstrap).
 EXPECTED: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
     ("PPO", "discrete"): (DIFFERS, ("adam_eps_1e-8",)),
     ("PPO", "continuous"): (DIFFERS, ("adam_eps_1e-8",)),
@@ -37,11 +40,13 @@ EXPECTED: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
     ("DQN", "discrete"): (DIFFERS, ("mse_loss",)),
     ("DQN", "discrete-clipped"): (DIFFERS, ("mse_loss", "no_grad_clip")),
     ("SAC", "continuous"): (UNVERIFIABLE, ()),
+    ("TD3", "continuous"): (VERIFIED, ()),
+    ("DDPG", "continuous"): (VERIFIED, ()),
 }
 
 
 def _reference(family: str) -> ReferenceUpdate:
-    module = importlib.import_module(f"rlcompare.parity.{family.lower()}")
+    module = importlib.import_module(f"rlcompare.parity.{'td3' if family == 'DDPG' else family.lower()}")
     return getattr(module, f"{family}Reference")()
 
 
@@ -92,6 +97,13 @@ def test_skrl_update_matches_the_reference_or_the_variant_that_explains_it(
         if case == "continuous":
             assert defaults["log_std_init"] == 0.0 and defaults["log_std_clipping"] == [-20, 2]
             assert defaults["action_squashing"] == "none" and defaults["log_std"] == "state-independent parameter"
+    if family in ("TD3", "DDPG"):
+        assert defaults["actor_adam_eps"] == 1e-8 and defaults["max_grad_norm"] == "none"
+        assert defaults["critic_action_space"] == "[-1, 1]" and defaults["truncation_bootstrap"] is True
+        assert defaults["n_critics"] == (2 if family == "TD3" else 1)
+        assert verdict.losses["critic"] > 0
+        if family == "TD3":
+            assert defaults["policy_delay"] == 1 and defaults["target_policy_noise"] == 0.0
     if family == "DQN":
         assert defaults["td_loss"].startswith("mse") and defaults["double_q"] is False
         assert defaults["target_update"].startswith("hard copy every 10000 gradient steps")

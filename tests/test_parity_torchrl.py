@@ -1,4 +1,4 @@
-"""TorchRL's own updates on the parity probes (PPO, A2C, DQN, SAC) judged against the reference updates,
+"""TorchRL's own updates on the parity probes (PPO, A2C, DQN, SAC, TD3, DDPG) judged against the reference updates,
 and the schedule TorchRL's training traces from inside (gradient steps, updates, DQN's target syncs and
 epsilon), stored with a short real run."""
 
@@ -18,6 +18,7 @@ from rlcompare.parity.reference import ProbeCase, ReferenceUpdate, declared_vari
 from rlcompare.parity.runner import ParityRequest, ask, interpreter_for
 from rlcompare.parity.sac import SACReference
 from rlcompare.parity.schedules import epsilon_at, schedule_differences
+from rlcompare.parity.td3 import DDPGReference, TD3Reference
 from rlcompare.parity.verdict import DIFFERS, VERIFIED, ParityVerdict, judge
 from rlcompare.plan.matrix import build_plan
 from rlcompare.plugins.manager import build_plugin_manager
@@ -27,7 +28,7 @@ from rlcompare.store.sqlite_store import Store
 pytestmark = pytest.mark.framework
 
 REFERENCES: dict[str, type[ReferenceUpdate]] = {"PPO": PPOReference, "A2C": A2CReference, "DQN": DQNReference,
-                                                "SAC": SACReference}
+                                                "SAC": SACReference, "TD3": TD3Reference, "DDPG": DDPGReference}
 
 #: (family, probe case) -> (status, variant): what TorchRL 0.14's update measured.
 EXPECTED: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
@@ -45,6 +46,11 @@ EXPECTED: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
     # their step (one forward, one optimizer step)
     ("SAC", "continuous"): (DIFFERS, ("actor_uses_old_critic", "critic_loss_no_half", "critic_sees_env_actions",
                                       "log_prob_action_scale", "log_prob_exact_tanh", "scale_biased_softplus")),
+    # one departure, declared: the critics see the TanhModule's env-scaled actions (replay buffer, target
+    # actor and actor loss alike); the step order (critics, then the actor against the stepped critics,
+    # then SoftUpdate), the l2 loss without 1/2, -Q1, Adam's 1e-8 and the truncation bootstrap are canonical
+    ("TD3", "continuous"): (DIFFERS, ("critic_sees_env_actions",)),
+    ("DDPG", "continuous"): (DIFFERS, ("critic_sees_env_actions",)),
 }
 
 

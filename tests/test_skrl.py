@@ -234,14 +234,46 @@ def test_skrl_td3_builds_skrl_noises_in_scaled_units_and_acts_in_env_units() -> 
         setup.close()
 
 
-def test_skrl_td3_and_ddpg_parity_is_unverifiable_without_a_probe() -> None:
-    from types import SimpleNamespace
+@pytest.mark.parametrize("family", ["TD3", "DDPG"])
+def test_skrl_td3_and_ddpg_parity_probe_runs_skrl_update_and_is_verified(family: str) -> None:
+    """skrl's own TD3.update / DDPG.update on the probe (in this process), judged against the
+    reference with the variants the adapter's fidelity report declares (none): the canonical update.
+    Each variant alone would not match: the probe tells them apart."""
+    import importlib
 
     from rlcompare_skrl import SkrlAdapter
 
-    for family in ("TD3", "DDPG"):
-        outcome = SkrlAdapter().parity_update(SimpleNamespace(family=family))  # type: ignore[arg-type]
-        assert outcome.status == "unverifiable" and outcome.reason == f"no {family} probe is implemented for skrl"
+    from rlcompare.parity.reference import declared_variants
+    from rlcompare.parity.verdict import compare, judge
+
+    reference = getattr(importlib.import_module("rlcompare.parity.td3"), f"{family}Reference")()
+    case = reference.cases()[0]
+    workload = reference.case_workload(case)
+    probe = reference.build_probe(workload)
+    declared = declared_variants(reference, SkrlAdapter().fidelity(workload))
+    assert declared == frozenset()
+    outcome = SkrlAdapter().parity_update(probe)
+    assert outcome.status == "ran", outcome.reason
+    critics = ("critic1", "critic2") if family == "TD3" else ("critic1",)
+    prefixes = ("actor", *critics)
+    assert {name.split(".")[0] for name in outcome.gradients} == set(prefixes)
+    assert {name.split(".")[0] for name in outcome.updated} == {*prefixes, *(f"{p}_target" for p in prefixes)}
+    # every network and every target moved (the targets by one Polyak step)
+    assert all((outcome.updated[name] != probe.weights[name]).any() for name in outcome.updated)
+    assert outcome.targets["q_target"].shape == (len(probe.batch["rewards"]),)
+    verdict = judge(reference, case, probe, outcome, "skrl", declared=declared)
+    assert verdict.status == "verified" and verdict.variant == (), verdict.summary()
+    assert all(check.ok for check in verdict.checks), verdict.summary()
+    for name in reference.variants:
+        assert not all(check.ok for check in compare(outcome, reference.expected(probe, frozenset({name})), probe)), name
+    defaults = verdict.defaults
+    assert defaults["optimizer"] == "Adam" and defaults["adam_eps"] == defaults["actor_adam_eps"] == 1e-8
+    assert defaults["max_grad_norm"] == "none" and defaults["critic_action_space"] == "[-1, 1]"
+    assert defaults["n_critics"] == len(critics) and defaults["truncation_bootstrap"] is True
+    if family == "TD3":
+        assert defaults["policy_delay"] == 1 and defaults["target_policy_noise"] == 0.0
+    # the adapter declares no TD3/DDPG departure: nothing in its fidelity report names a variant setting
+    assert not [item for item in SkrlAdapter().fidelity(workload) if item.setting.startswith("defaults.")]
 
 
 def test_skrl_subprocess_envs_are_counted_by_the_harness(skrl_store: Store) -> None:

@@ -182,19 +182,50 @@ def test_tianshou_td3_fidelity_follows_the_noise_settings() -> None:
     fidelity = {item.setting: item for item in adapter.fidelity(ddpg)}
     assert fidelity["hyperparameters.train_every"].status.value == "approximate"
     assert fidelity["hyperparameters.exploration_noise"].status.value == "approximate"
-    assert not [name for name in fidelity if name.startswith("defaults.")]  # DDPG has no reference update
+    assert not [name for name in fidelity if name.startswith("defaults.")]  # its parity probe is verified
 
 
 @pytest.mark.parametrize("family", ["TD3", "DDPG"])
-def test_tianshou_has_no_td3_or_ddpg_parity_probe(family: str) -> None:
+def test_tianshou_td3_and_ddpg_updates_are_the_reference(family: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tianshou's own TD3/DDPG update on the probe (policy delay 1, no smoothing noise, lagging targets),
+    run in this process and judged: the reference update, nothing to declare (Tianshou's TD3 departures
+    -- the unclipped stored noisy action, the unclamped smoothed target action, the actor's phase -- need
+    exploration noise, smoothing noise or a delay, which the probe has none of)."""
+    import importlib
+
     from rlcompare_tianshou import TianshouAdapter
 
-    from rlcompare.harness.parity import ParityProbe
+    from rlcompare.parity.reference import declared_variants
+    from rlcompare.parity.verdict import VERIFIED, judge
 
-    probe = ParityProbe(family, {"kind": "continuous", "shape": [1], "low": [-2.0], "high": [2.0]}, 3,
-                        {"hidden_sizes": [8], "activation": "tanh"}, {}, {}, {})
-    outcome = TianshouAdapter().parity_update(probe)
-    assert outcome.status == "unverifiable" and family in outcome.reason
+    reference = getattr(importlib.import_module("rlcompare.parity.td3"), f"{family}Reference")()
+    case = reference.cases()[0]
+    workload = reference.case_workload(case)
+    probe = reference.build_probe(workload)
+    adapter = TianshouAdapter()
+    # in this process, numba's JIT off as the probe process has it (it takes effect if numba is not imported
+    # yet); the variable is undone afterwards, so that later tests' subprocesses compile as Tianshou ships
+    monkeypatch.setenv("NUMBA_DISABLE_JIT", "1")
+    outcome = adapter.parity_update(probe)
+    assert outcome.status == "ran", outcome.reason
+    declared = declared_variants(reference, adapter.fidelity(workload))
+    assert declared == frozenset()
+    verdict = judge(reference, case, probe, outcome, "tianshou", declared=declared)
+    assert verdict.status == VERIFIED, verdict.summary()
+    assert {check.part for check in verdict.checks} == {"targets", "gradients", "updates"}
+    assert all(check.ok for check in verdict.checks), verdict.summary()
+    critics = ["critic1", "critic2"] if family == "TD3" else ["critic1"]
+    names = {f"{prefix}.{layer}.{kind}" for prefix in ["actor", *critics] for layer in ("0", "1", "out")
+             for kind in ("weight", "bias")}
+    assert set(outcome.gradients) == names
+    assert set(outcome.updated) == names | {name.replace(".", "_target.", 1) for name in names}
+    defaults = outcome.defaults
+    assert defaults["n_critics"] == len(critics) and defaults["critic_action_space"] == "[-1, 1]"
+    assert defaults["update_order"] == ", ".join([*critics, "actor", "targets"])
+    assert all(optim == {"optimizer": "Adam", "adam_eps": 1e-8, "adam_betas": [0.9, 0.999]}
+               for optim in defaults["optimizers"].values())
+    if family == "TD3":
+        assert defaults["policy_delay"] == 1 and defaults["target_policy_noise"] == 0.0
 
 
 def test_tianshou_s_compiled_helpers_are_kept_where_the_run_says(tianshou_store: Store) -> None:

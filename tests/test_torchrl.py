@@ -287,15 +287,44 @@ def test_torchrl_td3_and_ddpg_fidelity_maps_every_canonical_setting_honestly(alg
 
 
 @pytest.mark.parametrize("algorithm", ["TD3", "DDPG"])
-def test_torchrl_td3_and_ddpg_parity_is_unverifiable(algorithm: str) -> None:
-    """No TD3/DDPG parity probe exists yet: the adapter says so instead of answering."""
-    from types import SimpleNamespace
-
+def test_torchrl_td3_and_ddpg_parity_matches_the_reference_with_env_scaled_critic_actions(algorithm: str) -> None:
+    """TorchRL's own TD3/DDPG step on the parity probe (critic step, actor step against the stepped
+    critics, SoftUpdate), judged in-process: it is the reference update with one departure, the one the
+    fidelity report declares (the critics see the TanhModule's env-scaled actions), to float32 precision."""
+    import numpy as np
     from rlcompare_torchrl import TorchRLAdapter
 
-    outcome = TorchRLAdapter().parity_update(SimpleNamespace(family=algorithm))  # type: ignore[arg-type]
-    assert outcome.status == "unverifiable"
-    assert outcome.reason == f"no {algorithm} probe is implemented for TorchRL"
+    from rlcompare.parity.reference import declared_variants
+    from rlcompare.parity.td3 import DDPGReference, TD3Reference
+    from rlcompare.parity.verdict import DIFFERS, judge
+
+    reference = {"TD3": TD3Reference, "DDPG": DDPGReference}[algorithm]()
+    (case,) = reference.cases()
+    workload = reference.case_workload(case)
+    probe = reference.build_probe(workload)
+    adapter = TorchRLAdapter()
+    outcome = adapter.parity_update(probe)
+    assert outcome.status == "ran", outcome.reason
+    declared = declared_variants(reference, adapter.fidelity(workload))
+    assert declared == frozenset({"critic_sees_env_actions"})
+    verdict = judge(reference, case, probe, outcome, "torchrl", declared=declared)
+    assert (verdict.status, verdict.variant) == (DIFFERS, ("critic_sees_env_actions",)), verdict.summary()
+    # the canonical update is visibly another one: the TD targets already differ
+    assert next(check for check in verdict.checks if check.part == "targets").error > 1e-2
+    # the variant's update: every target, gradient and updated parameter (online and target) within float32
+    expected = reference.expected(probe, frozenset({"critic_sees_env_actions"}))
+    for part in ("targets", "gradients", "updated"):
+        got, want = getattr(outcome, part), getattr(expected, part)
+        assert set(got) == set(want), part
+        for name in want:
+            np.testing.assert_allclose(got[name], want[name], rtol=0, atol=1e-5, err_msg=f"{part} {name}")
+    assert outcome.losses == pytest.approx(expected.losses, rel=1e-5)
+    defaults = verdict.defaults
+    assert defaults["adam_eps"] == defaults["adam_eps_actor"] == 1e-8 and defaults["policy_delay"] == 1
+    assert defaults["n_critics"] == (2 if algorithm == "TD3" else 1) and defaults["target_actor"] is True
+    assert defaults["target_update"].startswith("polyak tau 0.005")
+    assert defaults["action_bounds"].startswith("scaled to the env's bounds [[-2.0], [2.0]]")
+    assert any("env-scaled actions" in note for note in verdict.notes)
 
 
 class _WideActions:

@@ -32,8 +32,8 @@ The same builder serves the un-instrumented baseline of ``benchmarks/overhead.py
 Schedule: ``train()`` wraps the main optimizer's ``step`` (``gradient_step``), the agent's ``update``
 (``update``), the target network's ``update_parameters`` (``target_sync``) and DQN's exploration
 scheduler (``exploration``) to trace them (:func:`trace_schedule`). Parity probes are answered by
-skrl's own memory and ``update`` on the adapter's own build (:mod:`rlcompare_skrl.parity`); TD3 and
-DDPG have no probe yet, so their parity is unverifiable.
+skrl's own memory and ``update`` on the adapter's own build (:mod:`rlcompare_skrl.parity`; TD3 and
+DDPG in :mod:`rlcompare_skrl.parity_td3`, whose probes skrl's update passes with no departure).
 """
 
 from __future__ import annotations
@@ -77,7 +77,8 @@ ACTION_SPACES = {"PPO": frozenset({"discrete", "continuous"}), "A2C": frozenset(
 ACTIVATIONS = {"tanh": "Tanh", "relu": "ReLU"}
 #: Where each family's parity probe is answered (``module:function``).
 PARITY_UPDATES = {"PPO": "rlcompare_skrl.parity:ppo_update", "A2C": "rlcompare_skrl.parity_a2c:a2c_update",
-                  "DQN": "rlcompare_skrl.parity_dqn:dqn_update", "SAC": "rlcompare_skrl.parity_sac:sac_update"}
+                  "DQN": "rlcompare_skrl.parity_dqn:dqn_update", "SAC": "rlcompare_skrl.parity_sac:sac_update",
+                  "TD3": "rlcompare_skrl.parity_td3:td3_update", "DDPG": "rlcompare_skrl.parity_td3:td3_update"}
 
 
 # -------------------------------------------------------------------------------------------------

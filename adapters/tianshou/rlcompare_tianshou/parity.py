@@ -53,6 +53,25 @@ def built_setup(adapter: TianshouAdapter, probe: ParityProbe) -> TianshouSetup:
     return build(workload, config, [env_fn] * workload.parallelism.total_envs, probe.seed)
 
 
+def replay_continuous(buffer: Any, batch: dict[str, Any]) -> str | None:
+    """The probe's transitions (continuous actions, in the policy's [-1, 1] space, as the collector
+    stores them: mapped to the env's bounds only when stepping, ``Policy.map_action``) in the built
+    replay buffer, in order; or why that buffer cannot hold them so."""
+    import numpy as np
+
+    size = len(batch["rewards"])
+    if buffer.buffer_num != 1 or buffer.maxsize < size:
+        return (f"the built replay buffer ({buffer.buffer_num} sub-buffers of {buffer.maxsize // buffer.buffer_num}) "
+                f"cannot hold the probe's {size} transitions in order")
+    buffer.reset()
+    add_steps(buffer, [{"obs": batch["obs"][i:i + 1].astype(np.float32),
+                        "act": batch["actions"][i:i + 1].astype(np.float32),
+                        "rew": batch["rewards"][i:i + 1].astype(np.float32),
+                        "terminated": batch["terminated"][i:i + 1], "truncated": batch["truncated"][i:i + 1],
+                        "obs_next": batch["next_obs"][i:i + 1].astype(np.float32)} for i in range(size)])
+    return None
+
+
 def add_steps(buffer: Any, steps: list[dict[str, Any]]) -> None:
     """Add one vector step per entry of ``steps`` to ``buffer`` as ``Collector.collect`` adds it
     (``tianshou/data/collector.py``, step 6): one transition per env, ``done = terminated or truncated``."""

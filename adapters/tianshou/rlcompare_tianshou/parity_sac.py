@@ -21,10 +21,10 @@ from rlcompare.harness.parity_torch import (
 )
 from rlcompare_tianshou.parity import (
     NUMBA_NOTE,
-    add_steps,
     built_setup,
     network_defaults,
     optimizer_defaults,
+    replay_continuous,
     without_numba_jit,
 )
 from rlcompare_tianshou.parity_dqn import SAMPLING_NOTE
@@ -68,19 +68,9 @@ def sac_update(adapter: TianshouAdapter, probe: ParityProbe) -> ParityOutcome:
             return ParityOutcome.unverifiable(f"the built SAC's temperature is {type(algorithm.alpha).__name__}, "
                                               "the probe's is learned")
         parameters = _parameters(algorithm, probe)
-        size = len(batch["rewards"])
-        if buffer.buffer_num != 1 or buffer.maxsize < size:
-            return ParityOutcome.unverifiable(f"the built replay buffer ({buffer.buffer_num} sub-buffers of "
-                                              f"{buffer.maxsize // buffer.buffer_num}) cannot hold the probe's "
-                                              f"{size} transitions in order")
-        buffer.reset()
-        # the policy's actions in [-1, 1], as the collector stores them (mapped to the env's bounds only
-        # when stepping: Policy.map_action)
-        add_steps(buffer, [{"obs": batch["obs"][i:i + 1].astype(np.float32),
-                            "act": batch["actions"][i:i + 1].astype(np.float32),
-                            "rew": batch["rewards"][i:i + 1].astype(np.float32),
-                            "terminated": batch["terminated"][i:i + 1], "truncated": batch["truncated"][i:i + 1],
-                            "obs_next": batch["next_obs"][i:i + 1].astype(np.float32)} for i in range(size)])
+        refusal = replay_continuous(buffer, batch)
+        if refusal is not None:
+            return ParityOutcome.unverifiable(refusal)
         captured: dict[str, Any] = {}
         preprocess = algorithm._preprocess_batch
 
@@ -101,7 +91,7 @@ def sac_update(adapter: TianshouAdapter, probe: ParityProbe) -> ParityOutcome:
         if step.steps != len(optimizers):
             return ParityOutcome.unverifiable(f"Tianshou made {step.steps} optimizer steps, one per optimizer "
                                               f"({len(optimizers)}) expected")
-        q_target = np.zeros(size)
+        q_target = np.zeros(len(batch["rewards"]))
         q_target[captured["indices"]] = captured["returns"]
         trained = {name: parameter for name, parameter in parameters.items() if "_target." not in name}
         return ParityOutcome(

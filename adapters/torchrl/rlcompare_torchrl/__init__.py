@@ -62,10 +62,11 @@ ACTIVATIONS = {"tanh": "Tanh", "relu": "ReLU"}
 #: Native-name prefixes that name a component built from keyword arguments.
 COMPONENTS = ("collector", "loss", "optim", "GAE", "replay_buffer", "EGreedyModule", "SoftUpdate",
               "AdditiveGaussianModule")
-#: Where each family's parity probe is answered (``module:function``); TD3 and DDPG have none yet, so
-#: their ``parity_update`` answers "unverifiable".
+#: Where each family's parity probe is answered (``module:function``); a family without one answers
+#: "unverifiable".
 PARITY_UPDATES = {"PPO": "rlcompare_torchrl.parity:ppo_update", "A2C": "rlcompare_torchrl.parity_a2c:a2c_update",
-                  "DQN": "rlcompare_torchrl.parity_dqn:dqn_update", "SAC": "rlcompare_torchrl.parity_sac:sac_update"}
+                  "DQN": "rlcompare_torchrl.parity_dqn:dqn_update", "SAC": "rlcompare_torchrl.parity_sac:sac_update",
+                  "TD3": "rlcompare_torchrl.parity_td3:td3_update", "DDPG": "rlcompare_torchrl.parity_td3:td3_update"}
 #: Adam/RMSprop epsilon of the on-policy optimizers: SB3's and CleanRL's (TorchRL's own PPO scripts use it too).
 ON_POLICY_OPTIM_EPS = 1e-5
 
@@ -272,9 +273,10 @@ SAC_DEPARTURES = (
 )
 
 
-#: How TorchRL's TD3 and DDPG departs from the canonical update, read from its code (no TorchRL probe
-#: answers these families yet): the critics see the action as the actor's TanhModule maps it onto the
-#: env's bounds, not the policy's [-1, 1] (torchrl/modules/tensordict_module/actors.py, TanhModule).
+#: How TorchRL's TD3 and DDPG departs from the canonical update, as its parity probe measured it
+#: (``rlcompare parity --adapters torchrl --algorithms TD3,DDPG``; rlcompare_torchrl.parity_td3): the
+#: critics see the action as the actor's TanhModule maps it onto the env's bounds, not the policy's
+#: [-1, 1] (torchrl/modules/tensordict_module/actors.py, TanhModule); nothing else departs.
 DETERMINISTIC_DEPARTURES = (
     entry("defaults.critic_action_space", "[-1, 1]", Fidelity.APPROXIMATE, "TanhModule(low, high)", "env bounds",
           "the actor's TanhModule spans the env's bounds, so the replay buffer and the critics hold env-scaled "
