@@ -147,16 +147,25 @@ def per_adapter_criterion(measure: Callable[[ScoringData, str], tuple[Any, str |
     return compute
 
 
-def per_adapter_premeasure(measure: Callable[[ScoringData, str], tuple[Any, str | None]],
+def per_adapter_premeasure(measure: Callable[[ScoringData, str], tuple[Any, str | None]], *,
+                           measured_by_runs: bool = False, timed: bool = False,
                            ) -> Callable[[ScoringData, bool], list[str]]:
-    """A criterion's ``premeasure`` for a measurement that does not depend on the machine's load (a
-    count, a size): ``measure(data, adapter_id)`` for each adapter, for what it keeps in ``data.cache``.
-    It is the very function scoring calls, so the cache keys and scripts are the scoring's own, and
-    scoring later reads the value instead of measuring it."""
+    """A criterion's ``premeasure``: ``measure(data, adapter_id)`` for each adapter, for what it keeps
+    in ``data.cache``. It is the very function scoring calls, so the cache keys and scripts are the
+    scoring's own, and scoring later reads the value instead of measuring it.
+
+    ``measured_by_runs``: an adapter a run of this command finished (``data.warm_adapters``) is
+    skipped, its run having measured it where it imported the framework
+    (:mod:`rlcompare_criteria.in_run`). ``timed``: the measurement depends on the machine's load, so it
+    is never made beside runs (beside a busy CPU an import takes longer even with a CPU of its own,
+    ``benchmarks/import_timing.py``)."""
 
     def premeasure(data: ScoringData, alongside_runs: bool) -> list[str]:
+        if timed and alongside_runs:
+            return []
         for adapter_id in data.adapters:
-            measure(data, adapter_id)
+            if not (measured_by_runs and adapter_id in data.warm_adapters):
+                measure(data, adapter_id)
         return []
 
     premeasure.__name__ = f"premeasure_{measure.__name__}"

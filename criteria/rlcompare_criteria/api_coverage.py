@@ -8,6 +8,7 @@ from typing import Any
 
 from rlcompare.scoring.criteria import ScoringData
 from rlcompare_criteria import fresh_interpreter, in_run
+from rlcompare_criteria.adapter_lookup import per_adapter_premeasure
 from rlcompare_criteria.installations import MAIN, Installation, as_modules
 
 #: A fresh interpreter's whole introspection: import what a run imports of the framework (the first
@@ -60,11 +61,5 @@ def type_hint_coverage(data: ScoringData, adapter_id: str) -> tuple[float | None
     return counts["typed"] / counts["functions"], None
 
 
-def premeasure_api(data: ScoringData, alongside_runs: bool) -> list[str]:
-    """The public APIs of the adapters of ``data`` that no run of this command finished (a run walks
-    its framework's API itself: :mod:`rlcompare_criteria.in_run`), walked ahead in fresh interpreters
-    and kept as scoring keeps them."""
-    for adapter_id in data.adapters:
-        if adapter_id not in data.warm_adapters:
-            _api_counts(data, adapter_id)
-    return []
+#: The public APIs of the adapters no run of this command finished, walked ahead in fresh interpreters.
+premeasure_api = per_adapter_premeasure(_api_counts, measured_by_runs=True)

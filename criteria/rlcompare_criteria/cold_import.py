@@ -8,6 +8,7 @@ from typing import Any
 
 from rlcompare.scoring.criteria import ScoringData
 from rlcompare_criteria import fresh_interpreter, in_run
+from rlcompare_criteria.adapter_lookup import per_adapter_premeasure
 from rlcompare_criteria.installations import MAIN, Installation, as_modules
 
 #: Fresh-interpreter imports timed per framework; their spread gives the interval.
@@ -98,15 +99,6 @@ def cold_import(data: ScoringData, adapter_id: str) -> tuple[list[float] | None,
     return (None, reason) if result is None else (result["seconds"], None)
 
 
-def premeasure_cold_import(data: ScoringData, alongside_runs: bool) -> list[str]:
-    """The cold imports of the adapters of ``data`` that no run of this command finished (those in
-    ``data.warm_adapters`` timed their own import first thing: :mod:`rlcompare_criteria.in_run`),
-    measured ahead in fresh interpreters (and their public APIs, walked by the last timed
-    interpreter) and kept as scoring keeps them. Never beside runs (nothing is timed then: beside a
-    busy CPU an import takes longer even with a CPU of its own, ``benchmarks/import_timing.py``)."""
-    if alongside_runs:
-        return []
-    for adapter_id in data.adapters:
-        if adapter_id not in data.warm_adapters:
-            measure_cold_import(data, adapter_id)
-    return []
+#: The cold imports of the adapters no run of this command finished, measured ahead in fresh
+#: interpreters (their public APIs walked by the last timed interpreter), never beside runs.
+premeasure_cold_import = per_adapter_premeasure(measure_cold_import, measured_by_runs=True, timed=True)

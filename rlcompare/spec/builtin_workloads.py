@@ -47,6 +47,16 @@ CARTPOLE_PPO_DEMO: dict[str, Any] = {
 }
 
 
+#: The zoo's TD3 setting for Pendulum-v1 (td3.yml), with learning starting after 1,000 steps as SAC's.
+PENDULUM_TD3: dict[str, Any] = {
+    "id": "pendulum-td3", "description": "Pendulum-v1 TD3, one env",
+    "env": "Pendulum-v1", "algorithm": "TD3", "env_steps": 20_000, "seeds": 3,
+    "network": {"hidden_sizes": [400, 300], "activation": "relu"},
+    "hyperparameters": {"learning_rate": 1e-3, "gamma": 0.98, "buffer_size": 200_000, "learning_starts": 1_000,
+                        "exploration_noise": 0.1},
+    "evaluation": {"interval_steps": 2_000}, "success_threshold": -200.0,
+}
+
 # Tuned settings follow the RL Baselines3 Zoo where it has them, so each algorithm can learn its task.
 CLASSIC: list[dict[str, Any]] = [
     {**CARTPOLE_PPO_QUICK, "id": "cartpole-ppo", "env_steps": 100_000, "seeds": 3,
@@ -98,24 +108,9 @@ CLASSIC: list[dict[str, Any]] = [
         "hyperparameters": {"learning_rate": 1e-3, "learning_starts": 1_000, "minibatch_size": 256},
         "evaluation": {"interval_steps": 2_000}, "success_threshold": -200.0,
     },
-    # the zoo's TD3 setting for Pendulum-v1 (td3.yml), with learning starting after 1,000 steps as SAC's
-    {
-        "id": "pendulum-td3", "description": "Pendulum-v1 TD3, one env",
-        "env": "Pendulum-v1", "algorithm": "TD3", "env_steps": 20_000, "seeds": 3,
-        "network": {"hidden_sizes": [400, 300], "activation": "relu"},
-        "hyperparameters": {"learning_rate": 1e-3, "gamma": 0.98, "buffer_size": 200_000, "learning_starts": 1_000,
-                            "exploration_noise": 0.1},
-        "evaluation": {"interval_steps": 2_000}, "success_threshold": -200.0,
-    },
+    PENDULUM_TD3,
     # DDPG on the same settings: what TD3 adds (twin critics, delay, target smoothing) is what differs
-    {
-        "id": "pendulum-ddpg", "description": "Pendulum-v1 DDPG, one env",
-        "env": "Pendulum-v1", "algorithm": "DDPG", "env_steps": 20_000, "seeds": 3,
-        "network": {"hidden_sizes": [400, 300], "activation": "relu"},
-        "hyperparameters": {"learning_rate": 1e-3, "gamma": 0.98, "buffer_size": 200_000, "learning_starts": 1_000,
-                            "exploration_noise": 0.1},
-        "evaluation": {"interval_steps": 2_000}, "success_threshold": -200.0,
-    },
+    {**PENDULUM_TD3, "id": "pendulum-ddpg", "description": "Pendulum-v1 DDPG, one env", "algorithm": "DDPG"},
 ]
 
 #: Busy CPU time per step of the calibrated environment in the scaling suite.

@@ -4,6 +4,8 @@ losses and the optimizer step in ``train()``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from rlcompare.adapter import ParityOutcome, ParityProbe, make_env
@@ -47,6 +49,27 @@ def _replay_batch(model: Any, batch: dict[str, Any], discrete: bool = False) -> 
                    action, np.array([batch["rewards"][i]], dtype=np.float32), np.array([done]), [info])
     buffer.sample = lambda batch_size, env=None: buffer._get_samples(np.arange(size), env=env)
     return size
+
+
+@contextmanager
+def _keeping_td_target(module: Any, loss: str) -> Iterator[dict[str, Any]]:
+    """Inside the block, the loss function ``F.<loss>`` the SB3 module ``module`` trains with also
+    keeps the TD target of its first call (``kept["q_target"]``: SAC and TD3 call it once per critic,
+    with the same target) and the value of its last (``kept["loss"]``); after it, the function again."""
+    original = getattr(module.F, loss)
+    kept: dict[str, Any] = {}
+
+    def keeping(current: Any, target_values: Any, *args: Any, **kwargs: Any) -> Any:
+        kept.setdefault("q_target", target_values.detach().reshape(-1).double().numpy().copy())
+        value = original(current, target_values, *args, **kwargs)
+        kept["loss"] = float(value.detach())
+        return value
+
+    setattr(module.F, loss, keeping)
+    try:
+        yield kept
+    finally:
+        setattr(module.F, loss, original)
 
 
 def _actor_critic_parameters(policy: Any, probe: ParityProbe) -> dict[str, Any]:

@@ -4,12 +4,12 @@ the buffer's own ``_get_samples``; SB3's ``train()`` computes the targets, the l
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rlcompare.adapter import ParityOutcome, ParityProbe
 from rlcompare.harness.parity import RAN
 from rlcompare.harness.parity_torch import OneStep, linear_layers, load_linear_stack, stack_names, values_of
-from rlcompare_sb3.parity import _model, _replay_batch
+from rlcompare_sb3.parity import _keeping_td_target, _model, _replay_batch
 
 if TYPE_CHECKING:
     from rlcompare_sb3 import StableBaselines3Adapter
@@ -25,22 +25,9 @@ def dqn_update(adapter: StableBaselines3Adapter, probe: ParityProbe) -> ParityOu
         online = load_linear_stack(linear_layers(policy.q_net), stack_names("q", layers), probe.weights)
         target = load_linear_stack(linear_layers(policy.q_net_target), stack_names("q_target", layers), probe.weights)
         size = _replay_batch(model, probe.batch, discrete=True)
-        captured: dict[str, Any] = {}
-        original = sb3_dqn.F.smooth_l1_loss
-
-        def smooth_l1_loss(current: Any, target_values: Any, *args: Any, **kwargs: Any) -> Any:
-            captured["q_target"] = target_values.detach().reshape(-1).double().numpy().copy()
-            loss = original(current, target_values, *args, **kwargs)
-            captured["q"] = float(loss.detach())
-            return loss
-
-        sb3_dqn.F.smooth_l1_loss = smooth_l1_loss
         model._current_progress_remaining = 1.0
-        try:
-            with OneStep(policy.optimizer) as step:
-                model.train(gradient_steps=1, batch_size=size)
-        finally:
-            sb3_dqn.F.smooth_l1_loss = original
+        with _keeping_td_target(sb3_dqn, "smooth_l1_loss") as captured, OneStep(policy.optimizer) as step:
+            model.train(gradient_steps=1, batch_size=size)
         if step.steps != 1 or "q_target" not in captured:
             return ParityOutcome.unverifiable("SB3's DQN train() did not make one Huber-loss step on the probe")
         defaults = {
@@ -55,7 +42,7 @@ def dqn_update(adapter: StableBaselines3Adapter, probe: ParityProbe) -> ParityOu
         }
         return ParityOutcome(RAN, targets={"q_target": captured["q_target"]},
                              gradients=step.gradients_of(online), updated={**values_of(online), **values_of(target)},
-                             losses={"q": captured["q"]}, defaults=defaults,
+                             losses={"q": captured["loss"]}, defaults=defaults,
                              notes=("the minibatch is the probe's batch in order, drawn through SB3's "
                                     "ReplayBuffer._get_samples instead of its random sampler",))
     finally:

@@ -20,7 +20,7 @@ from rlcompare.harness.parity_torch import (
     values_of,
     without_sampling_noise,
 )
-from rlcompare_sb3.parity import _model, _replay_batch
+from rlcompare_sb3.parity import _keeping_td_target, _model, _replay_batch
 
 if TYPE_CHECKING:
     from rlcompare_sb3 import StableBaselines3Adapter
@@ -37,22 +37,11 @@ def sac_update(adapter: StableBaselines3Adapter, probe: ParityProbe) -> ParityOu
                                               "asks for a learned one (entropy_coef 'auto')")
         online, targets = _sac_parameters(model, probe)
         size = _replay_batch(model, probe.batch)
-        captured: dict[str, Any] = {}
-        original = sb3_sac.F.mse_loss
-
-        def mse_loss(current: Any, target_values: Any, *args: Any, **kwargs: Any) -> Any:
-            # SAC.train calls it once per critic, with the same TD target
-            captured.setdefault("q_target", target_values.detach().reshape(-1).double().numpy().copy())
-            return original(current, target_values, *args, **kwargs)
-
-        sb3_sac.F.mse_loss = mse_loss
         model._current_progress_remaining = 1.0  # the learning-rate schedule at its start
         optimizers = (model.actor.optimizer, model.critic.optimizer, model.ent_coef_optimizer)
-        try:
-            with without_sampling_noise(), OneStep(*optimizers) as step:
-                model.train(gradient_steps=1, batch_size=size)
-        finally:
-            sb3_sac.F.mse_loss = original
+        with _keeping_td_target(sb3_sac, "mse_loss") as captured, without_sampling_noise(), \
+                OneStep(*optimizers) as step:
+            model.train(gradient_steps=1, batch_size=size)
         if step.steps != len(optimizers) or "q_target" not in captured:
             return ParityOutcome.unverifiable(f"SB3's SAC train() made {step.steps} optimizer steps, not one each "
                                               "for the temperature, the critics and the actor")

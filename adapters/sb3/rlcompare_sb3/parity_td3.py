@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from rlcompare.adapter import ParityOutcome, ParityProbe
 from rlcompare.harness.parity import RAN
 from rlcompare.harness.parity_torch import OneStep, linear_layers, load_linear_stack, stack_names, values_of
-from rlcompare_sb3.parity import _model, _replay_batch
+from rlcompare_sb3.parity import _keeping_td_target, _model, _replay_batch
 
 if TYPE_CHECKING:
     from rlcompare_sb3 import StableBaselines3Adapter
@@ -26,22 +26,10 @@ def td3_update(adapter: StableBaselines3Adapter, probe: ParityProbe) -> ParityOu
     try:
         online, targets = _parameters(model, probe)
         size = _replay_batch(model, probe.batch)
-        captured: dict[str, Any] = {}
-        original = sb3_td3.F.mse_loss
-
-        def mse_loss(current: Any, target_values: Any, *args: Any, **kwargs: Any) -> Any:
-            # TD3.train calls it once per critic, with the same TD target
-            captured.setdefault("q_target", target_values.detach().reshape(-1).double().numpy().copy())
-            return original(current, target_values, *args, **kwargs)
-
-        sb3_td3.F.mse_loss = mse_loss
         model._current_progress_remaining = 1.0  # the learning-rate schedule at its start
         optimizers = (model.actor.optimizer, model.critic.optimizer)
-        try:
-            with OneStep(*optimizers) as step:
-                model.train(gradient_steps=1, batch_size=size)
-        finally:
-            sb3_td3.F.mse_loss = original
+        with _keeping_td_target(sb3_td3, "mse_loss") as captured, OneStep(*optimizers) as step:
+            model.train(gradient_steps=1, batch_size=size)
         if step.steps != len(optimizers) or "q_target" not in captured:
             return ParityOutcome.unverifiable(f"SB3's {probe.family} train() made {step.steps} optimizer steps, not "
                                               "one for the critics and one for the actor (the probe's delay is 1)")

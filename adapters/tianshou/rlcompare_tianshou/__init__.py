@@ -786,7 +786,7 @@ def _build_sac(workload: WorkloadLike, config: dict[str, dict[str, Any]], kwargs
     from tianshou.algorithm import SAC
     from tianshou.algorithm.modelfree.sac import AutoAlpha, SACPolicy
     from tianshou.utils.net.common import Net
-    from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
+    from tianshou.utils.net.continuous import ContinuousActorProbabilistic
 
     hidden = workload.network.hidden_sizes
     activation = _activation(workload)
@@ -799,8 +799,7 @@ def _build_sac(workload: WorkloadLike, config: dict[str, dict[str, Any]], kwargs
     )
 
     def critic() -> Any:
-        return ContinuousCritic(preprocess_net=Net(state_shape=obs_shape, action_shape=act_shape,
-                                                   hidden_sizes=hidden, activation=activation, concat=True))
+        return _concat_critic(workload, obs_shape, act_shape)
 
     policy = SACPolicy(actor=actor, action_space=action_space, observation_space=observation_space,
                        deterministic_eval=True)
@@ -812,6 +811,17 @@ def _build_sac(workload: WorkloadLike, config: dict[str, dict[str, Any]], kwargs
                critic2_optim=optim, **kwargs)
 
 
+def _concat_critic(workload: WorkloadLike, obs_shape: Any, act_shape: Any) -> Any:
+    """A Q(s, a) critic of the workload's network on the observation concatenated with the action
+    (SAC's, TD3's and DDPG's)."""
+    from tianshou.utils.net.common import Net
+    from tianshou.utils.net.continuous import ContinuousCritic
+
+    return ContinuousCritic(preprocess_net=Net(state_shape=obs_shape, action_shape=act_shape,
+                                               hidden_sizes=workload.network.hidden_sizes,
+                                               activation=_activation(workload), concat=True))
+
+
 def _build_deterministic(workload: WorkloadLike, config: dict[str, dict[str, Any]], kwargs: dict[str, Any],
                          observation_space: Any, action_space: Any) -> Any:
     """Tianshou's TD3 or DDPG: a tanh deterministic actor, one critic (DDPG) or two (TD3), Gaussian
@@ -820,7 +830,7 @@ def _build_deterministic(workload: WorkloadLike, config: dict[str, dict[str, Any
     from tianshou.algorithm.modelfree.ddpg import ContinuousDeterministicPolicy
     from tianshou.exploration import GaussianNoise
     from tianshou.utils.net.common import Net
-    from tianshou.utils.net.continuous import ContinuousActorDeterministic, ContinuousCritic
+    from tianshou.utils.net.continuous import ContinuousActorDeterministic
 
     hidden = workload.network.hidden_sizes
     activation = _activation(workload)
@@ -832,8 +842,7 @@ def _build_deterministic(workload: WorkloadLike, config: dict[str, dict[str, Any
     )
 
     def critic() -> Any:
-        return ContinuousCritic(preprocess_net=Net(state_shape=obs_shape, action_shape=act_shape,
-                                                   hidden_sizes=hidden, activation=activation, concat=True))
+        return _concat_critic(workload, obs_shape, act_shape)
 
     policy_config = config["policy"]
     policy = ContinuousDeterministicPolicy(

@@ -53,10 +53,11 @@ def built_setup(adapter: TianshouAdapter, probe: ParityProbe) -> TianshouSetup:
     return build(workload, config, [env_fn] * workload.parallelism.total_envs, probe.seed)
 
 
-def replay_continuous(buffer: Any, batch: dict[str, Any]) -> str | None:
-    """The probe's transitions (continuous actions, in the policy's [-1, 1] space, as the collector
-    stores them: mapped to the env's bounds only when stepping, ``Policy.map_action``) in the built
-    replay buffer, in order; or why that buffer cannot hold them so."""
+def replay_in_order(buffer: Any, batch: dict[str, Any], discrete: bool = False) -> str | None:
+    """The probe's transitions in the built replay buffer, one per row as the collector adds them for
+    a single env, in order (actions as the collector stores them: indices, or continuous actions in
+    the policy's [-1, 1] space, mapped to the env's bounds only when stepping: ``Policy.map_action``);
+    or why that buffer cannot hold them so."""
     import numpy as np
 
     size = len(batch["rewards"])
@@ -64,12 +65,35 @@ def replay_continuous(buffer: Any, batch: dict[str, Any]) -> str | None:
         return (f"the built replay buffer ({buffer.buffer_num} sub-buffers of {buffer.maxsize // buffer.buffer_num}) "
                 f"cannot hold the probe's {size} transitions in order")
     buffer.reset()
-    add_steps(buffer, [{"obs": batch["obs"][i:i + 1].astype(np.float32),
-                        "act": batch["actions"][i:i + 1].astype(np.float32),
+    actions = batch["actions"].astype(np.int64 if discrete else np.float32)
+    add_steps(buffer, [{"obs": batch["obs"][i:i + 1].astype(np.float32), "act": actions[i:i + 1],
                         "rew": batch["rewards"][i:i + 1].astype(np.float32),
                         "terminated": batch["terminated"][i:i + 1], "truncated": batch["truncated"][i:i + 1],
                         "obs_next": batch["next_obs"][i:i + 1].astype(np.float32)} for i in range(size)])
     return None
+
+
+@contextmanager
+def keeping_td_targets(algorithm: Any, size: int) -> Iterator[dict[str, Any]]:
+    """Inside the block, the algorithm's own ``_preprocess_batch`` also writes the TD targets it
+    computes into ``kept["q_target"]`` (row ``i``: the buffer's transition ``i``; absent if it never
+    ran); after it, the class's method again."""
+    import numpy as np
+
+    kept: dict[str, Any] = {}
+    preprocess = algorithm._preprocess_batch
+
+    def preprocess_and_keep(sampled: Any, buffer: Any, indices: np.ndarray) -> Any:
+        prepared = preprocess(sampled, buffer, indices)
+        kept.setdefault("q_target", np.zeros(size))[np.asarray(indices)] = \
+            prepared.returns.detach().cpu().numpy().ravel()
+        return prepared
+
+    algorithm._preprocess_batch = preprocess_and_keep
+    try:
+        yield kept
+    finally:
+        del algorithm._preprocess_batch  # the class's method again
 
 
 def add_steps(buffer: Any, steps: list[dict[str, Any]]) -> None:

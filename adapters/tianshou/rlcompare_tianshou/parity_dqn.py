@@ -12,10 +12,11 @@ from rlcompare.harness.parity import RAN
 from rlcompare.harness.parity_torch import OneStep, linear_layers, load_linear_stack, stack_names, values_of
 from rlcompare_tianshou.parity import (
     NUMBA_NOTE,
-    add_steps,
     built_setup,
+    keeping_td_targets,
     network_defaults,
     optimizer_defaults,
+    replay_in_order,
     without_numba_jit,
 )
 
@@ -29,7 +30,6 @@ SAMPLING_NOTE = ("the batch is handed to Tianshou in order: DQN.update(buffer, s
 def dqn_update(adapter: TianshouAdapter, probe: ParityProbe) -> ParityOutcome:
     """One DQN gradient step on the probe's minibatch."""
     without_numba_jit()
-    import numpy as np
     from tianshou.utils.torch_utils import policy_within_training_step
 
     setup = built_setup(adapter, probe)
@@ -40,37 +40,16 @@ def dqn_update(adapter: TianshouAdapter, probe: ParityProbe) -> ParityOutcome:
         if algorithm.model_old is None:
             return ParityOutcome.unverifiable("the built DQN has no target network (target_update_freq 0)")
         load_linear_stack(linear_layers(algorithm.model_old), stack_names("q_target", layers), probe.weights)
-        size = len(batch["rewards"])
-        if buffer.buffer_num != 1 or buffer.maxsize < size:
-            return ParityOutcome.unverifiable(f"the built replay buffer ({buffer.buffer_num} sub-buffers of "
-                                              f"{buffer.maxsize // buffer.buffer_num}) cannot hold the probe's "
-                                              f"{size} transitions in order")
-        buffer.reset()
-        # one transition per row, as the collector adds them for a single env
-        add_steps(buffer, [{"obs": batch["obs"][i:i + 1].astype(np.float32),
-                            "act": batch["actions"][i:i + 1].astype(np.int64),
-                            "rew": batch["rewards"][i:i + 1].astype(np.float32),
-                            "terminated": batch["terminated"][i:i + 1], "truncated": batch["truncated"][i:i + 1],
-                            "obs_next": batch["next_obs"][i:i + 1].astype(np.float32)} for i in range(size)])
-        captured: dict[str, Any] = {}
-        preprocess = algorithm._preprocess_batch
-
-        def preprocess_and_keep(sampled: Any, buffer: Any, indices: np.ndarray) -> Any:
-            prepared = preprocess(sampled, buffer, indices)
-            captured.update(indices=np.asarray(indices), returns=prepared.returns.detach().cpu().numpy().ravel())
-            return prepared
-
+        refusal = replay_in_order(buffer, batch, discrete=True)
+        if refusal is not None:
+            return ParityOutcome.unverifiable(refusal)
         synced_before = algorithm._iter % algorithm.target_update_freq == 0
-        algorithm._preprocess_batch = preprocess_and_keep
-        try:
-            with OneStep(algorithm.optim._optim) as step, policy_within_training_step(algorithm.policy):
-                stats = algorithm.update(buffer=buffer, sample_size=0)
-        finally:
-            del algorithm._preprocess_batch  # the class's method again
+        with keeping_td_targets(algorithm, len(batch["rewards"])) as kept, OneStep(algorithm.optim._optim) as step, \
+                policy_within_training_step(algorithm.policy):
+            stats = algorithm.update(buffer=buffer, sample_size=0)
         if step.steps != 1:
             return ParityOutcome.unverifiable(f"Tianshou made {step.steps} optimizer steps on one minibatch")
-        q_target = np.zeros(size)
-        q_target[captured["indices"]] = captured["returns"]
+        q_target = kept["q_target"]
         notes = [SAMPLING_NOTE, NUMBA_NOTE]
         if synced_before:
             notes.append("this was the built DQN's first update (its counter at 0): Tianshou's _update_with_batch "

@@ -22,9 +22,10 @@ from rlcompare.harness.parity_torch import (
 from rlcompare_tianshou.parity import (
     NUMBA_NOTE,
     built_setup,
+    keeping_td_targets,
     network_defaults,
     optimizer_defaults,
-    replay_continuous,
+    replay_in_order,
     without_numba_jit,
 )
 from rlcompare_tianshou.parity_dqn import SAMPLING_NOTE
@@ -68,34 +69,20 @@ def sac_update(adapter: TianshouAdapter, probe: ParityProbe) -> ParityOutcome:
             return ParityOutcome.unverifiable(f"the built SAC's temperature is {type(algorithm.alpha).__name__}, "
                                               "the probe's is learned")
         parameters = _parameters(algorithm, probe)
-        refusal = replay_continuous(buffer, batch)
+        refusal = replay_in_order(buffer, batch)
         if refusal is not None:
             return ParityOutcome.unverifiable(refusal)
-        captured: dict[str, Any] = {}
-        preprocess = algorithm._preprocess_batch
-
-        def preprocess_and_keep(sampled: Any, buffer: Any, indices: np.ndarray) -> Any:
-            prepared = preprocess(sampled, buffer, indices)
-            captured.update(indices=np.asarray(indices), returns=prepared.returns.detach().cpu().numpy().ravel())
-            return prepared
-
-        algorithm._preprocess_batch = preprocess_and_keep
         optimizers = (algorithm.critic_optim._optim, algorithm.critic2_optim._optim, algorithm.policy_optim._optim,
                       algorithm.alpha._optim)
-        try:
-            with OneStep(*optimizers) as step, policy_within_training_step(algorithm.policy), \
-                    without_sampling_noise():
-                stats = algorithm.update(buffer=buffer, sample_size=0)
-        finally:
-            del algorithm._preprocess_batch  # the class's method again
+        with keeping_td_targets(algorithm, len(batch["rewards"])) as kept, OneStep(*optimizers) as step, \
+                policy_within_training_step(algorithm.policy), without_sampling_noise():
+            stats = algorithm.update(buffer=buffer, sample_size=0)
         if step.steps != len(optimizers):
             return ParityOutcome.unverifiable(f"Tianshou made {step.steps} optimizer steps, one per optimizer "
                                               f"({len(optimizers)}) expected")
-        q_target = np.zeros(len(batch["rewards"]))
-        q_target[captured["indices"]] = captured["returns"]
         trained = {name: parameter for name, parameter in parameters.items() if "_target." not in name}
         return ParityOutcome(
-            RAN, targets={"q_target": q_target}, gradients=step.gradients_of(trained), updated=values_of(parameters),
+            RAN, targets={"q_target": kept["q_target"]}, gradients=step.gradients_of(trained), updated=values_of(parameters),
             losses={"critic": 0.5 * (stats.critic1_loss + stats.critic2_loss), "critic1": stats.critic1_loss,
                     "critic2": stats.critic2_loss, "actor": stats.actor_loss, "ent_coef_loss": stats.alpha_loss,
                     "ent_coef": float(np.exp(probe.weights["log_alpha"][0]))},

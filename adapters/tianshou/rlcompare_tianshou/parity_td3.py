@@ -16,9 +16,10 @@ from rlcompare.harness.parity_torch import OneStep, linear_layers, load_linear_s
 from rlcompare_tianshou.parity import (
     NUMBA_NOTE,
     built_setup,
+    keeping_td_targets,
     network_defaults,
     optimizer_defaults,
-    replay_continuous,
+    replay_in_order,
     without_numba_jit,
 )
 from rlcompare_tianshou.parity_dqn import SAMPLING_NOTE
@@ -50,7 +51,6 @@ def _parameters(algorithm: Any, probe: ParityProbe) -> dict[str, Any]:
 def td3_update(adapter: TianshouAdapter, probe: ParityProbe) -> ParityOutcome:
     """One TD3 (or DDPG) gradient step on the probe's minibatch: critics, actor, targets."""
     without_numba_jit()
-    import numpy as np
     from tianshou.utils.torch_utils import policy_within_training_step
 
     if probe.family not in ("TD3", "DDPG"):
@@ -69,30 +69,17 @@ def td3_update(adapter: TianshouAdapter, probe: ParityProbe) -> ParityOutcome:
             return ParityOutcome.unverifiable(f"the built {probe.family} uses {algorithm.n_step_return_horizon}-step "
                                               "returns; the probe's target is one-step")
         parameters = _parameters(algorithm, probe)
-        refusal = replay_continuous(buffer, batch)
+        refusal = replay_in_order(buffer, batch)
         if refusal is not None:
             return ParityOutcome.unverifiable(refusal)
-        captured: dict[str, Any] = {}
-        preprocess = algorithm._preprocess_batch
-
-        def preprocess_and_keep(sampled: Any, buffer: Any, indices: np.ndarray) -> Any:
-            prepared = preprocess(sampled, buffer, indices)
-            captured.update(indices=np.asarray(indices), returns=prepared.returns.detach().cpu().numpy().ravel())
-            return prepared
-
-        algorithm._preprocess_batch = preprocess_and_keep
         critic_optims = [algorithm.critic_optim] + ([algorithm.critic2_optim] if probe.family == "TD3" else [])
         optimizers = tuple(optim._optim for optim in (*critic_optims, algorithm.policy_optim))
-        try:
-            with OneStep(*optimizers) as step, policy_within_training_step(algorithm.policy):
-                stats = algorithm.update(buffer=buffer, sample_size=0)
-        finally:
-            del algorithm._preprocess_batch  # the class's method again
+        with keeping_td_targets(algorithm, len(batch["rewards"])) as kept, OneStep(*optimizers) as step, \
+                policy_within_training_step(algorithm.policy):
+            stats = algorithm.update(buffer=buffer, sample_size=0)
         if step.steps != len(optimizers):
             return ParityOutcome.unverifiable(f"Tianshou made {step.steps} optimizer steps, one per optimizer "
                                               f"({len(optimizers)}: critics, then actor) expected")
-        q_target = np.zeros(len(batch["rewards"]))
-        q_target[captured["indices"]] = captured["returns"]
         trained = {name: parameter for name, parameter in parameters.items() if "_target." not in name}
         if probe.family == "TD3":
             losses = {"critic": stats.critic1_loss + stats.critic2_loss, "critic1": stats.critic1_loss,
@@ -100,7 +87,7 @@ def td3_update(adapter: TianshouAdapter, probe: ParityProbe) -> ParityOutcome:
         else:
             losses = {"critic": stats.critic_loss, "actor": stats.actor_loss}
         return ParityOutcome(
-            RAN, targets={"q_target": q_target}, gradients=step.gradients_of(trained), updated=values_of(parameters),
+            RAN, targets={"q_target": kept["q_target"]}, gradients=step.gradients_of(trained), updated=values_of(parameters),
             losses=losses, defaults=td3_defaults(setup, probe.family),
             notes=(SAMPLING_NOTE, NUMBA_NOTE) + (
                 ("the critic loss reported is the sum of Tianshou's two critic losses (one optimizer each), "
