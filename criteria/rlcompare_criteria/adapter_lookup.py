@@ -22,10 +22,16 @@ Missing = tuple[str, str, str]
 
 
 def adapter_class(data: ScoringData, adapter_id: str) -> tuple[Any, str | None]:
+    """The adapter class of a subject of the store: an adapter id, or ``adapter@release``
+    (:mod:`rlcompare.plan.releases`), whose class pins that release."""
+    from rlcompare.harness.subjects import split_subject
+    from rlcompare.pyenvs.releases import subject_adapters
+
     adapters = data.catalogue.adapters if data.catalogue is not None else {}
-    if adapter_id not in adapters:
-        return None, f"adapter {adapter_id!r} is not installed here (no plugin registers it)"
-    return adapters[adapter_id], None
+    base, _release = split_subject(adapter_id)
+    if base not in adapters:
+        return None, f"adapter {base!r} is not installed here (no plugin registers it)"
+    return subject_adapters(adapters, [adapter_id])[adapter_id], None
 
 
 def installation_for(data: ScoringData, adapter_id: str) -> tuple[Installation | None, str | None]:

@@ -121,11 +121,15 @@ def installation_of(data: ScoringData, adapter_class: Any) -> tuple[Installation
     when the adapter fits there; else the newest environment built for it whose linked sources
     still exist."""
 
+    subject = getattr(adapter_class, "subject", adapter_class.id)  # a release's: rlcompare.plan.releases
+
     def find() -> tuple[Installation | None, str | None]:
-        for folder in _recorded_environments(data, adapter_class.id):
+        for folder in _recorded_environments(data, subject):
             found = _environment_installation(folder)
             if found is not None:
                 return found, None
+        if subject != adapter_class.id:  # another environment built for the adapter holds another release
+            return None, f"{subject!r}: no run recorded the environment of its release, or it was removed"
         from rlcompare.pyenvs.manager import isolation_reason, ready_environments
 
         reason = isolation_reason(adapter_class)
@@ -138,7 +142,7 @@ def installation_of(data: ScoringData, adapter_class: Any) -> tuple[Installation
         return None, (f"adapter {adapter_class.id!r} needs an environment of its own ({reason}) and none is built "
                       f"(`rlcompare env build {adapter_class.id}`)")
 
-    return data.memo(f"installation|{adapter_class.id}", find)
+    return data.memo(f"installation|{subject}", find)
 
 
 def as_modules(modules: str | Sequence[str]) -> list[str]:

@@ -21,6 +21,7 @@ from rlcompare.plan.matrix import Plan
 from rlcompare.plan.parity import with_parity
 from rlcompare.plan.placement import place_runs
 from rlcompare.plugins.manager import Plugins
+from rlcompare.pyenvs.releases import subject_adapters
 from rlcompare.spec.evaluation_grid import interval_warnings
 from rlcompare.store.sqlite_store import Store
 
@@ -77,10 +78,12 @@ def execute(args: argparse.Namespace, plugins: Plugins, plan: Plan, resume_with:
     with Store(args.store) as store:
         store.check_writable()
         warn_off_grid(plan)
-        # adapters that do not fit the main environment get their own, built before any run starts
-        plan = place_runs(plugins.adapters, plan, isolate=args.isolate, log=note)
+        # adapters that do not fit the main environment get their own, built before any run starts,
+        # and so does each release a run is pinned to (--versions)
+        adapters = subject_adapters(plugins.adapters, [run.adapter_id for run in plan.runs])
+        plan = place_runs(adapters, plan, isolate=args.isolate, log=note)
         if not args.no_parity:  # each framework's own update against the reference, cached per version
-            plan = with_parity(plan, plugins.adapters, plugins.algorithms, default_cache(log=note), log=note)
+            plan = with_parity(plan, adapters, plugins.algorithms, default_cache(log=note), log=note)
         progress = ConsoleProgress(total=len(plan.runs))
         progress.warn_oversubscribed(plan, backend)
         # development criteria measured beside the last runs and after them, so the report finds them cached

@@ -28,6 +28,7 @@ from rlcompare.errors import RLCompareError
 from rlcompare.execution.backend import cpus_needed
 from rlcompare.harness.host import distribution_versions, host_info, usable_cpus
 from rlcompare.plan.matrix import Plan, build_plan, resolve_workloads
+from rlcompare.plan.releases import parse_versions, with_releases
 from rlcompare.plugins.manager import Plugins, build_plugin_manager
 from rlcompare.pyenvs.manager import isolation_reason
 
@@ -52,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
                              help="workload TOML files, or ids of registered workloads (`rlcompare list workloads`)")
         command.add_argument("--adapters", type=name_list, metavar="A,B", help="adapters to run (default: all)")
         command.add_argument("--seeds", type=positive_int, metavar="N", help="seeds per workload (0..N-1)")
+        command.add_argument("--versions", action="append", default=[], metavar="ADAPTER=V1,V2",
+                             help="run ADAPTER's workloads against each listed release of its framework, each "
+                                  "in an environment of its own, stored as ADAPTER@VERSION (repeatable)")
         command.add_argument("--json", action="store_true", help="machine-readable output")
         if name == "run":
             add_run_options(command)
@@ -216,7 +220,9 @@ def _plugins_and_plan(args: argparse.Namespace) -> tuple[Plugins, Plan]:
     warn_plugin_errors(plugins)
     catalogue = plugins.plan_catalogue()
     workloads = resolve_workloads(catalogue, args.suite, args.workload)
-    return plugins, build_plan(catalogue, workloads, args.adapters, args.seeds)
+    plan = build_plan(catalogue, workloads, args.adapters, args.seeds)
+    planned = list(dict.fromkeys(run.adapter_id for run in plan.runs))
+    return plugins, with_releases(plan, parse_versions(args.versions, plugins.adapters, planned))
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

@@ -43,6 +43,9 @@ class PlannedRun:
     #: What a run imports of the framework (:func:`rlcompare.harness.framework_import.framework_modules`):
     #: its worker times that import first thing and records it with the run.
     framework_modules: tuple[str, ...] = ()
+    #: The framework release the run is pinned to (``--versions``; :mod:`rlcompare.plan.releases`):
+    #: then ``adapter_id`` is the subject ``adapter@release``. None: the installed version.
+    release: str | None = None
 
     @property
     def budget_tolerance(self) -> BudgetTolerance:

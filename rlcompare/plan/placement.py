@@ -10,6 +10,7 @@ from rlcompare.harness.contract import Adapter
 from rlcompare.harness.protocol import WorkerEnvironment
 from rlcompare.plan.matrix import Plan
 from rlcompare.pyenvs.manager import EnvironmentManager, EnvironmentSpec, isolation_reason
+from rlcompare.pyenvs.releases import subject_adapters
 
 
 def place_runs(adapters: Mapping[str, type[Adapter]], plan: Plan, isolate: bool = False,
@@ -18,7 +19,9 @@ def place_runs(adapters: Mapping[str, type[Adapter]], plan: Plan, isolate: bool 
     adapter) pointed at that environment's interpreter; the environments are built here."""
     say = log or (lambda _message: None)
     placed: dict[str, WorkerEnvironment | None] = {}
-    for adapter_id in dict.fromkeys(run.adapter_id for run in plan.runs):
+    subjects = list(dict.fromkeys(run.adapter_id for run in plan.runs))
+    adapters = subject_adapters(adapters, subjects)  # a release's runs: an environment with it pinned
+    for adapter_id in subjects:
         adapter_class = adapters[adapter_id]
         reason = "--isolate" if isolate else isolation_reason(adapter_class)
         if reason is None:

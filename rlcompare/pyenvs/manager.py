@@ -31,6 +31,7 @@ import fcntl
 import hashlib
 import importlib.metadata
 import importlib.util
+import itertools
 import json
 import os
 import platform
@@ -100,17 +101,34 @@ class EnvironmentSpec:
     requirements: tuple[str, ...]
     python: str | None = None
     sources: tuple[str, ...] = ()
+    #: Pins kept where the requirements allow them: the resolver drops only those it must
+    #: (:func:`preference_attempts`).
+    preferred: tuple[str, ...] = ()
 
     @classmethod
     def for_adapter(cls, adapter_class: Any) -> EnvironmentSpec:
         """The adapter's declared requirements and the worker's. An adapter that fits the main
         environment (isolated on request) gets the main environment's versions of them, so that
-        its runs in either environment compare like with like."""
+        its runs in either environment compare like with like. A release-pinned adapter
+        (:mod:`rlcompare.pyenvs.releases`) keeps the main environment's numpy and gymnasium where
+        its release allows them."""
         requirements = [*adapter_class.environment_requirements(), *WORKER_REQUIREMENTS]
-        if isolation_reason(adapter_class) is None:
+        preferred: tuple[str, ...] = ()
+        if getattr(adapter_class, "release", None) is not None:
+            framework = adapter_class.distributions[0]
+            preferred = tuple(pin for pin in main_versions(WORKER_REQUIREMENTS)
+                              if not pin.startswith(f"{framework}=="))
+        elif isolation_reason(adapter_class) is None:
             requirements += main_versions(requirements)
         return cls(adapter_class.id, tuple(dict.fromkeys(requirements)), adapter_class.environment_python,
-                   worker_sources(adapter_class.__module__))
+                   worker_sources(adapter_class.__module__), preferred)
+
+
+def preference_attempts(preferred: Sequence[str]) -> list[tuple[str, ...]]:
+    """The sets of preferred pins to resolve with, in order: all of them, then every set with one
+    fewer, ..., then none; the first set that resolves is kept."""
+    return [combination for size in range(len(preferred), -1, -1)
+            for combination in itertools.combinations(preferred, size)]
 
 
 def worker_sources(adapter_module: str) -> tuple[str, ...]:
@@ -168,6 +186,9 @@ def main_versions(requirements: Sequence[str]) -> list[str]:
 
 def isolation_reason(adapter_class: Any) -> str | None:
     """Why an adapter cannot run in the main environment, or None when it fits there."""
+    release = getattr(adapter_class, "release", None)
+    if release is not None:  # rlcompare.plan.releases: the framework pinned to one release
+        return f"release {release} pinned"
     if adapter_class.requires_isolation:
         return "it declares requires_isolation"
     python = adapter_class.environment_python
@@ -274,8 +295,10 @@ class EnvironmentManager:
         """The lock (``uv pip compile`` output) of ``spec``'s requirements, resolved once and kept
         by its inputs (requirements, Python, index settings): the same inputs reuse it without a
         look at any index until ``refresh`` asks for a new resolution."""
-        inputs = {"requirements": sorted(spec.requirements), "python": version,
-                  "indexes": self.indexes.key_data(), "protocol": WORKER_PROTOCOL}
+        inputs: dict[str, Any] = {"requirements": sorted(spec.requirements), "python": version,
+                                  "indexes": self.indexes.key_data(), "protocol": WORKER_PROTOCOL}
+        if spec.preferred:
+            inputs["preferred"] = sorted(spec.preferred)
         memo = self.root / "locks" / f"{spec.adapter}-{_digest(inputs)}.txt"
         if not refresh:
             try:
@@ -284,8 +307,11 @@ class EnvironmentManager:
                 pass
         command = [self.uv, "pip", "compile", "-", "--no-config", "--python", python, "--no-header",
                    "--no-annotate", "--quiet", *self.indexes.uv_arguments(), *self.indexes.constraint_arguments()]
-        done = subprocess.run(command, input="\n".join(spec.requirements) + "\n", capture_output=True, text=True,
-                              check=False)
+        for pins in preference_attempts(spec.preferred):
+            done = subprocess.run(command, input="\n".join([*spec.requirements, *pins]) + "\n", capture_output=True,
+                                  text=True, check=False)
+            if done.returncode == 0:
+                break
         if done.returncode != 0:
             raise BuildError(f"adapter {spec.adapter!r}: its requirements do not resolve "
                              f"({_first_line(done.stderr)})")

@@ -9,6 +9,7 @@ LaTeX and Markdown escape through ``finalize``. Text that is already valid in th
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -184,7 +185,49 @@ def report_view(report: Report) -> dict[str, Any]:
         "framework_ids": report.frameworks, "evidence": evidence, "features": feature_rows,
         "commands": report.commands, "criteria": report.table("criteria").to_dict("records"),
         **_parity_view(report),
+        "release_series": _releases_view(report),
     }
+
+
+def _releases_view(report: Report) -> list[dict[str, Any]]:
+    """Per framework tracked across releases (``rlcompare run --versions``): each criterion's value
+    per release, and its change from the release before with the interval that flags it."""
+    table = report.table("releases")
+    criteria = report.matrix.criteria
+    series = []
+    for adapter_id in dict.fromkeys(table["adapter"]):
+        group = table[table["adapter"] == adapter_id]
+        releases = list(dict.fromkeys(group["release"]))
+        rows = []
+        for (criterion, workload), items in group.groupby(["criterion", "workload"], sort=False):
+            cells, changed = [], False
+            for item in items.itertuples():
+                if isinstance(item.missing, str):
+                    cells.append({"value": Safe("missing"), "change": "", "changed": False})
+                    continue
+                value = estimate_text(_Estimate(item.point, item.low, item.high, int(item.n)))
+                change: Safe | str = ""
+                if item.change is not None and item.change == item.change:
+                    change = Safe(f"{'+' if item.change > 0 else ''}{format_number(item.change)}")
+                    if item.change_low is not None and item.change_low == item.change_low:
+                        change = Safe(f"{change} [{format_number(item.change_low)}, {format_number(item.change_high)}]")
+                flagged = item.changed is True
+                changed = changed or flagged
+                cells.append({"value": value, "change": change, "changed": flagged})
+            heading = _heading(criteria[criterion]) if criterion in criteria else criterion
+            rows.append({"criterion": heading, "workload": "all workloads" if workload == ALL_WORKLOADS else workload,
+                         "cells": cells, "changed": changed})
+        series.append({"adapter": adapter_id, "releases": releases, "rows": rows,
+                       "changes": sum(row["changed"] for row in rows)})
+    return series
+
+
+@dataclasses.dataclass(frozen=True)
+class _Estimate:
+    point: float
+    low: float
+    high: float
+    n: int
 
 
 def _parity_view(report: Report) -> dict[str, Any]:

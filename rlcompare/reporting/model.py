@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # pandas, numpy and matplotlib load when a report is built, n
 TABLES = ("overall", "criteria", "scores", "cells", "improvement", "performance_profiles", "curve_bands",
           "excluded_runs", "imputed", "left_out", "workloads", "fidelity", "fidelity_summary", "parity",
           "effective_defaults", "schedule_differences", "runs", "curves", "versions", "hosts", "contention",
-          "frameworks", "registry_evidence", "feature_matrix")
+          "frameworks", "registry_evidence", "feature_matrix", "releases")
 
 
 @dataclass
@@ -106,6 +106,7 @@ class Report:
             "frameworks": lambda: tables.taxonomy_table(self.frameworks, self.entries),
             "registry_evidence": lambda: tables.registry_evidence_table(self.frameworks, self.entries),
             "feature_matrix": lambda: tables.feature_table(self.frameworks, self.entries),
+            "releases": lambda: tables.releases_table(m),
         }
         if name not in builders:
             raise KeyError(f"no table {name!r}; tables: {', '.join(TABLES)}")

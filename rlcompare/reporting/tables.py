@@ -543,3 +543,73 @@ def curve_bands(curves: pd.DataFrame, ok_run_ids: Sequence[str], reps: int, seed
              "high": float(interval.high[u]), "seeds": int(e - s)}
             for u, (s, e) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True))]
     return _frame(rows, columns)
+
+
+# -- across releases (rlcompare run --versions) -------------------------------------------------------
+
+
+def _release_key(release: str) -> Any:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return (0, Version(release))
+    except InvalidVersion:
+        return (1, release)
+
+
+def release_series(adapters: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
+    """Per adapter with runs pinned to two or more releases, its (release, subject) pairs in release
+    order (:mod:`rlcompare.harness.subjects`)."""
+    from rlcompare.harness.subjects import split_subject
+
+    series: dict[str, list[tuple[str, str]]] = {}
+    for subject in adapters:
+        adapter_id, release = split_subject(subject)
+        if release is not None:
+            series.setdefault(adapter_id, []).append((release, subject))
+    return {adapter_id: sorted(pairs, key=lambda pair: _release_key(pair[0]))
+            for adapter_id, pairs in sorted(series.items()) if len(pairs) >= 2}
+
+
+def releases_table(matrix: ScoreMatrix) -> pd.DataFrame:
+    """Each criterion of each workload (``*``: per adapter) across the releases of one framework:
+    the release's value with its interval, and the change from the release before it (after minus
+    before) with a bootstrap interval over both releases' seeds; ``changed`` is True when that
+    interval excludes zero, False when it holds zero, and empty when either release has fewer than
+    two values (no interval: a single measurement shows no change it could separate from noise)."""
+    from rlcompare.scoring.bootstrap import difference_interval
+
+    options = matrix.options
+    rows = []
+    for adapter_id, pairs in release_series(matrix.adapters).items():
+        keys = sorted({(criterion, workload) for criterion, subject, workload in matrix.cells
+                       if any(subject == s for _, s in pairs)},
+                      key=lambda key: (list(matrix.criteria).index(key[0]) if key[0] in matrix.criteria else 99,
+                                       key[1] != ALL_WORKLOADS, key[1]))
+        for criterion, workload in keys:
+            unit = matrix.criteria[criterion].unit if criterion in matrix.criteria else ""
+            before = None
+            for release, subject in pairs:
+                cell = matrix.cell(criterion, subject, workload)
+                row = {"adapter": adapter_id, "release": release, "subject": subject, "criterion": criterion,
+                       "workload": workload, "unit": unit, "point": None, "low": None, "high": None, "n": 0,
+                       "change": None, "change_low": None, "change_high": None, "changed": None,
+                       "missing": None}
+                if cell is None or cell.is_missing:
+                    row["missing"] = cell.missing if cell is not None else "no value"
+                    rows.append(row)
+                    before = None
+                    continue
+                row.update(point=_finite(cell.point), low=_finite(cell.low), high=_finite(cell.high), n=cell.n)
+                if before is not None:
+                    change = difference_interval(list(cell.values), list(before.values), options.reps, options.seed,
+                                                 options.confidence)
+                    if change is not None:
+                        row.update(change=_finite(change.point), change_low=_finite(change.low),
+                                   change_high=_finite(change.high), changed=not change.low <= 0 <= change.high)
+                    elif cell.point is not None and before.point is not None:
+                        row["change"] = _finite(cell.point - before.point)
+                rows.append(row)
+                before = cell
+    return _frame(rows, ("adapter", "release", "subject", "criterion", "workload", "unit", "point", "low", "high",
+                         "n", "change", "change_low", "change_high", "changed", "missing"))

@@ -536,3 +536,22 @@ def mean_interval(values: Sequence[float], reps: int = DEFAULT_REPS, seed: int =
     layout = Layout([array.size])
     [interval] = bootstrap(layout, [ColumnMeans(layout, [Column(0, array)])], reps, confidence, seed)
     return Estimate(float(interval.point[0]), float(interval.low[0]), float(interval.high[0]), int(array.size))
+
+
+def difference_interval(after: Sequence[float], before: Sequence[float], reps: int = DEFAULT_REPS, seed: int = 0,
+                        confidence: float = DEFAULT_CONFIDENCE) -> Estimate | None:
+    """Mean of ``after`` minus mean of ``before`` (finite values of two independent sets of runs)
+    with its percentile-bootstrap interval, each set resampled on its own (a two-unit stratified
+    bootstrap); None when either set has fewer than two values (no interval to give)."""
+    samples = [np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
+               for values in (after, before)]
+    if min(sample.size for sample in samples) < 2:
+        return None
+    layout = Layout([sample.size for sample in samples])
+    [interval] = bootstrap(layout, [ColumnMeans(layout, [Column(i, s) for i, s in enumerate(samples)])],
+                           reps, confidence, seed, keep=(0,))
+    assert interval.replicates is not None
+    difference = percentile_interval(np.asarray(samples[0].mean() - samples[1].mean()),
+                                     interval.replicates[:, 0] - interval.replicates[:, 1], confidence)
+    return Estimate(float(difference.point), float(difference.low), float(difference.high),
+                    int(min(sample.size for sample in samples)))
