@@ -3,6 +3,7 @@ schedule a short real Tianshou run traces from inside the framework."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 from pathlib import Path
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from rlcompare.execution.runner import LocalRunner
+from rlcompare.harness.fidelity import Fidelity
 from rlcompare.parity.reference import ReferenceUpdate
 from rlcompare.parity.runner import ParityRequest, ask_many, interpreter_for
 from rlcompare.parity.schedules import canonical_schedule, epsilon_at, schedule_differences
@@ -38,6 +40,10 @@ EXPECTED: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
     ("SAC", "continuous"): (DIFFERS, ("critic_loss_no_half", "log_prob_tanh_eps_float32")),
     ("TD3", "continuous"): (VERIFIED, ()),
     ("DDPG", "continuous"): (VERIFIED, ()),
+    # Tianshou 2.0 standardizes returns by running statistics, which before the first update are 0 and 1:
+    # on the batch-standardized probe it is the reference under that variant; on raw returns, the reference
+    ("PG", "discrete"): (DIFFERS, ("running_return_standardization",)),
+    ("PG", "discrete-raw"): (VERIFIED, ()),
 }
 
 
@@ -69,7 +75,7 @@ def test_tianshou_is_asked_exactly_the_probes_it_can_run() -> None:
 
     capabilities = TianshouAdapter().capabilities()
     runnable = set()
-    for family in ("PPO", "A2C", "DQN", "SAC", "TD3", "DDPG"):
+    for family in ("PPO", "A2C", "PG", "DQN", "SAC", "TD3", "DDPG"):
         reference = _reference(family)
         for case in reference.cases():
             workload = reference.case_workload(case)
@@ -89,6 +95,8 @@ def test_tianshou_update_matches_the_reference_or_the_variant_that_explains_it(
     assert set(checks) == {"targets", "gradients", "updates"}
     if status == VERIFIED:
         assert all(check.ok for check in verdict.checks), verdict.summary()
+    elif family == "PG":  # the difference is in the returns the loss weights log-probabilities by
+        assert not checks["targets"].ok and not checks["gradients"].ok, verdict.summary()
     else:  # the targets agree: the difference is in the losses, which the gradients show
         assert checks["targets"].ok and not checks["gradients"].ok, verdict.summary()
     defaults = verdict.defaults
@@ -110,6 +118,9 @@ def test_tianshou_update_matches_the_reference_or_the_variant_that_explains_it(
         assert any("stored values and log-probabilities" in note for note in verdict.notes)
     if family == "A2C":
         assert defaults["advantage_normalization"] == "off"
+    if family == "PG":
+        assert defaults["optimizer"] == "Adam" and defaults["adam_eps"] == 1e-8 and defaults["max_grad_norm"] is None
+        assert defaults["return_standardization"] == ("running" if case == "discrete" else "none")
     if family == "DQN":
         assert defaults["optimizer"] == "Adam" and defaults["adam_eps"] == 1e-8
         assert defaults["td_loss"] == "huber (delta 1, mean)" and defaults["double_q"] is False
@@ -230,3 +241,31 @@ def test_tianshou_sac_traces_a_polyak_step_after_every_gradient_step(schedules: 
     assert traced["update"]["count"] == canonical["updates"] == 200
     assert "exploration" not in traced
     assert schedule_differences(workload.to_dict(), traced) == []
+
+
+def test_a_pg_adapter_claiming_batch_standardization_is_corrected_by_its_probe(
+        verdicts: dict[tuple[str, str], ParityVerdict]) -> None:
+    """An adapter that says Tianshou standardizes over the batch (exact) gets its report corrected: the
+    probe names the running standardization, and the entry it declared turns approximate with it."""
+    from rlcompare_tianshou import TianshouAdapter
+
+    from rlcompare.parity.corrections import corrected_fidelity, standing
+    from rlcompare.parity.pg import PGReference
+
+    class ClaimsBatch(TianshouAdapter):
+        id = "claims-batch"
+
+        def fidelity(self, workload: Workload) -> list:
+            return [dataclasses.replace(item, status=Fidelity.EXACT, note="standardized over the batch")
+                    if item.setting == "hyperparameters.return_standardization" else item
+                    for item in super().fidelity(workload)]
+
+    reference = PGReference()
+    workload = reference.case_workload(next(c for c in reference.cases() if c.name == "discrete"))
+    claimed = [item.to_dict() for item in ClaimsBatch().fidelity(workload)]
+    assert next(e for e in claimed if e["setting"] == "hyperparameters.return_standardization")["status"] == "exact"
+    found = [verdicts[("PG", case)].to_dict() for case in ("discrete", "discrete-raw")]
+    assert standing(found) == "verified"  # explained by a named variant...
+    corrected = {e["setting"]: e for e in corrected_fidelity(claimed, found, reference, "PG")}
+    entry = corrected["hyperparameters.return_standardization"]
+    assert entry["status"] == "approximate" and "running mean and variance" in entry["note"]  # ...not as claimed

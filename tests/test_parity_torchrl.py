@@ -13,6 +13,7 @@ from rlcompare.execution.runner import LocalRunner
 from rlcompare.harness.parity import UNVERIFIABLE, ParityOutcome, ParityProbe
 from rlcompare.parity.a2c import A2CReference
 from rlcompare.parity.dqn import DQNReference
+from rlcompare.parity.pg import PGReference
 from rlcompare.parity.ppo import PPOReference
 from rlcompare.parity.reference import ProbeCase, ReferenceUpdate, declared_variants
 from rlcompare.parity.runner import ParityRequest, ask, interpreter_for
@@ -28,7 +29,8 @@ from rlcompare.store.sqlite_store import Store
 pytestmark = pytest.mark.framework
 
 REFERENCES: dict[str, type[ReferenceUpdate]] = {"PPO": PPOReference, "A2C": A2CReference, "DQN": DQNReference,
-                                                "SAC": SACReference, "TD3": TD3Reference, "DDPG": DDPGReference}
+                                                "SAC": SACReference, "TD3": TD3Reference, "DDPG": DDPGReference,
+                                                "PG": PGReference}
 
 #: (family, probe case) -> (status, variant): what TorchRL 0.14's update measured.
 EXPECTED: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
@@ -51,6 +53,10 @@ EXPECTED: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
     # then SoftUpdate), the l2 loss without 1/2, -Q1, Adam's 1e-8 and the truncation bootstrap are canonical
     ("TD3", "continuous"): (DIFFERS, ("critic_sees_env_actions",)),
     ("DDPG", "continuous"): (DIFFERS, ("critic_sees_env_actions",)),
+    # reward2go and the batch standardization (the adapter's), ReinforceLoss's loss_actor, Adam 1e-8
+    ("PG", "discrete"): (VERIFIED, ()),
+    ("PG", "continuous"): (VERIFIED, ()),
+    ("PG", "discrete-raw"): (VERIFIED, ()),
 }
 
 

@@ -23,6 +23,8 @@ TINY = {
     "PPO": {"env": "CartPole-v1", "env_steps": 512, "parallelism": {"envs_per_worker": 2},
             "hyperparameters": {"rollout_steps": 64, "minibatch_size": 32, "epochs": 2}},
     "A2C": {"env": "CartPole-v1", "env_steps": 400, "parallelism": {"envs_per_worker": 2}, "hyperparameters": {}},
+    "PG": {"env": "CartPole-v1", "env_steps": 512, "parallelism": {"envs_per_worker": 2},
+           "hyperparameters": {"rollout_steps": 64}},
     "DQN": {"env": "CartPole-v1", "env_steps": 600, "hyperparameters": {"learning_starts": 100, "buffer_size": 1000}},
     "SAC": {"env": "Pendulum-v1", "env_steps": 300,
             "hyperparameters": {"learning_starts": 100, "minibatch_size": 32, "buffer_size": 1000}},
@@ -44,7 +46,7 @@ def _workload(name: str, spec: dict) -> Workload:
 def _one_rollout(workload: Workload) -> int:
     """Steps the harness's count and Tianshou's may differ by: one collect step."""
     hp = workload.hyperparameters
-    per_env = hp.rollout_steps if workload.algorithm in ("PPO", "A2C") else hp.train_every  # type: ignore[union-attr]
+    per_env = hp.rollout_steps if workload.algorithm in ("PPO", "A2C", "PG") else hp.train_every  # type: ignore[union-attr]
     return workload.parallelism.total_envs * per_env
 
 

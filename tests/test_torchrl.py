@@ -22,6 +22,8 @@ TINY = {
     "PPO": {"env": "CartPole-v1", "env_steps": 512, "parallelism": {"envs_per_worker": 2},
             "hyperparameters": {"rollout_steps": 64, "minibatch_size": 32, "epochs": 2}},
     "A2C": {"env": "CartPole-v1", "env_steps": 400, "parallelism": {"envs_per_worker": 2}, "hyperparameters": {}},
+    "PG": {"env": "CartPole-v1", "env_steps": 512, "parallelism": {"envs_per_worker": 2},
+           "hyperparameters": {"rollout_steps": 64}},
     "DQN": {"env": "CartPole-v1", "env_steps": 600, "hyperparameters": {"learning_starts": 100, "buffer_size": 1000}},
     "SAC": {"env": "Pendulum-v1", "env_steps": 300,
             "hyperparameters": {"learning_starts": 100, "minibatch_size": 32, "buffer_size": 1000}},
@@ -83,7 +85,7 @@ def test_torchrl_run_is_valid_and_stored_with_curve_versions_and_fidelity(torchr
                                                          "status": "exact", "native_name": "optim.lr"}
     assert [64, 64] in fidelity["network.hidden_sizes"]["native_value"].values()
     native = json.loads(run["native_config_json"])
-    assert native["loss"]["class"] == {"PPO": "ClipPPOLoss", "A2C": "A2CLoss", "DQN": "DQNLoss",
+    assert native["loss"]["class"] == {"PPO": "ClipPPOLoss", "A2C": "A2CLoss", "PG": "ReinforceLoss", "DQN": "DQNLoss",
                                        "SAC": "SACLoss", "TD3": "TD3Loss", "DDPG": "DDPGLoss"}[workload.algorithm]
     assert native["network"]["activation"] == "torch.nn.Tanh"
     curves = torchrl_store.curves_frame()
@@ -110,6 +112,9 @@ def test_torchrl_native_config_follows_the_canonical_settings(torchrl_store: Sto
     sac = json.loads(runs.loc["tiny-sac__torchrl__s0"]["native_config_json"])
     assert sac["loss"]["alpha_init"] == 1.0 and sac["loss"]["fixed_alpha"] is False
     assert sac["SoftUpdate"] == {"tau": 0.005}
+    pg = json.loads(runs.loc["tiny-pg__torchrl__s0"]["native_config_json"])
+    assert pg["returns"] == {"gamma": 0.99, "standardize": True} and pg["collector"]["frames_per_batch"] == 128
+    assert pg["optim"] == {"lr": 1e-3, "class": "Adam"} and pg["schedule"]["epochs"] == 1
     workers = json.loads(runs.loc["tiny-ppo-workers__torchrl__s0"]["native_config_json"])
     assert workers["collector"]["class"] == "MultiSyncCollector" and workers["envs"]["workers"] == 2
     asynchronous = json.loads(runs.loc["tiny-dqn-async__torchrl__s0"]["native_config_json"])

@@ -11,7 +11,7 @@ from rlcompare.plugins.manager import build_plugin_manager
 from rlcompare.spec.builtin_families import BUILTIN_FAMILIES
 from rlcompare.spec.workload import Workload, workload_from_dict
 
-EXAMPLE_ENVS = {"PPO": "CartPole-v1", "A2C": "CartPole-v1", "DQN": "CartPole-v1", "SAC": "Pendulum-v1",
+EXAMPLE_ENVS = {"PPO": "CartPole-v1", "A2C": "CartPole-v1", "PG": "CartPole-v1", "DQN": "CartPole-v1", "SAC": "Pendulum-v1",
                 "TD3": "Pendulum-v1", "DDPG": "Pendulum-v1", "ES": "CartPole-v1"}
 ACTION_SPACES = {"CartPole-v1": "discrete", "Pendulum-v1": "continuous"}
 SYMBOLS = {"exact": "exact", "approximate": "**approx.**", "unsupported": "**unsupported**"}

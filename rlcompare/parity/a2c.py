@@ -41,7 +41,7 @@ import numpy as np
 
 from rlcompare.harness.parity import RAN, ParityOutcome, ParityProbe
 from rlcompare.parity.networks import adam_step, as_float32, clip_by_global_norm, init_mlp, mlp, rmsprop_step, tensors
-from rlcompare.parity.ppo import _distribution, _entropy, _log_prob, gae
+from rlcompare.parity.ppo import _distribution, _entropy, _log_prob, gae, random_rollout, sample_actions
 from rlcompare.parity.reference import ProbeCase, ReferenceUpdate, Variant, space_of
 from rlcompare.spec.workload import Workload
 
@@ -137,27 +137,18 @@ class A2CReference(ReferenceUpdate):
         if not discrete:
             weights["policy.log_std"] = np.zeros(actions_out)
         steps, envs = workload.hyperparameters.rollout_steps, workload.parallelism.total_envs
-        obs = as_float32(rng.normal(0.0, 1.0, (steps, envs, observation_dim)))
-        last_obs = as_float32(rng.normal(0.0, 1.0, (envs, observation_dim)))
-        terminal_obs = as_float32(rng.normal(0.0, 1.0, (steps, envs, observation_dim)))
-        # rewards with spread: some returns stray from the values by more than 1 (where Huber differs)
-        rewards = as_float32(rng.normal(0.5, 1.0, (steps, envs)))
-        terminated = np.zeros((steps, envs))
-        truncated = np.zeros((steps, envs))
-        terminated[1, 0] = 1.0  # one episode ends, another is cut off by its time limit
-        truncated[2, 1] = 1.0
+        # one episode ends, another is cut off by its time limit; rewards with spread: some returns stray
+        # from the values by more than 1 (where Huber differs)
+        rollout = random_rollout(rng, steps, envs, observation_dim, (1, 0), (2, 1))
+        obs, last_obs, terminal_obs = rollout["obs"], rollout["last_obs"], rollout["terminal_obs"]
+        rewards, terminated, truncated = rollout["rewards"], rollout["terminated"], rollout["truncated"]
         # A2C collects with the policy it updates: the stored values are the probe's own network's
         params = tensors(weights, requires_grad=False)
         flat = torch.tensor(obs.reshape(steps * envs, observation_dim))
         value = lambda x: mlp(params, "value", hidden, act, x).squeeze(-1).numpy()  # noqa: E731
         with torch.no_grad():
             dist = _distribution(params, hidden, act, flat, discrete)
-            if discrete:
-                probs = dist.probs.numpy()
-                actions = np.array([rng.choice(probs.shape[1], p=row / row.sum()) for row in probs], dtype=float)
-            else:
-                mean, std = dist.mean.numpy(), dist.stddev.numpy()
-                actions = as_float32(mean + std * rng.normal(0.0, 1.0, mean.shape))
+            actions = sample_actions(dist, discrete, rng)
             old_values = value(flat)
             terminal_values = value(torch.tensor(terminal_obs.reshape(steps * envs, observation_dim)))
             last_values = value(torch.tensor(last_obs))

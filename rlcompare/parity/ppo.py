@@ -129,24 +129,15 @@ class PPOReference(ReferenceUpdate):
         # the behaviour policy that collected the batch: the probe's weights, moved as by an epoch
         behaviour = {name: as_float32(value + rng.normal(0.0, 0.15, value.shape)) for name, value in weights.items()}
         steps, envs = workload.hyperparameters.rollout_steps, workload.parallelism.total_envs
-        obs = as_float32(rng.normal(0.0, 1.0, (steps, envs, observation_dim)))
-        last_obs = as_float32(rng.normal(0.0, 1.0, (envs, observation_dim)))
-        terminal_obs = as_float32(rng.normal(0.0, 1.0, (steps, envs, observation_dim)))
-        rewards = as_float32(rng.normal(0.5, 1.0, (steps, envs)))
-        terminated = np.zeros((steps, envs))
-        truncated = np.zeros((steps, envs))
-        terminated[2, 0] = 1.0  # one episode ends, another is cut off by its time limit
-        truncated[5, 1] = 1.0
+        # one episode ends, another is cut off by its time limit
+        rollout = random_rollout(rng, steps, envs, observation_dim, (2, 0), (5, 1))
+        obs, last_obs, terminal_obs = rollout["obs"], rollout["last_obs"], rollout["terminal_obs"]
+        rewards, terminated, truncated = rollout["rewards"], rollout["terminated"], rollout["truncated"]
         params = tensors(behaviour, requires_grad=False)
         flat = torch.tensor(obs.reshape(steps * envs, observation_dim))
         with torch.no_grad():
             dist = _distribution(params, hidden, workload.network.activation, flat, discrete)
-            if discrete:
-                probs = dist.probs.numpy()
-                actions = np.array([rng.choice(probs.shape[1], p=row / row.sum()) for row in probs], dtype=float)
-            else:
-                mean, std = dist.mean.numpy(), dist.stddev.numpy()
-                actions = as_float32(mean + std * rng.normal(0.0, 1.0, mean.shape))
+            actions = sample_actions(dist, discrete, rng)
             old_log_prob = _log_prob(dist, torch.tensor(actions), discrete).numpy()
             old_values = mlp(params, "value", hidden, workload.network.activation, flat).squeeze(-1).numpy()
             terminal_values = mlp(params, "value", hidden, workload.network.activation,
@@ -308,6 +299,33 @@ def bootstrap_row_advantages(batch: dict[str, np.ndarray], gamma: float, lam: fl
         running = delta[i] + gamma * lam * (1 - term[i]) * (1 - trunc[i]) * running
         advantages[i] = running
     return advantages[np.asarray(bootstrap)]
+
+
+def random_rollout(rng: np.random.Generator, steps: int, envs: int, observation_dim: int,
+                   terminated_at: tuple[int, int], truncated_at: tuple[int, int]) -> dict[str, np.ndarray]:
+    """An on-policy probe's rollout, drawn in this order: observations (steps x envs), the observations
+    after the rollout, the final observations of ended episodes and rewards with spread; one episode
+    terminates at ``terminated_at`` (step, env) and one is cut off by its time limit at ``truncated_at``."""
+    obs = as_float32(rng.normal(0.0, 1.0, (steps, envs, observation_dim)))
+    last_obs = as_float32(rng.normal(0.0, 1.0, (envs, observation_dim)))
+    terminal_obs = as_float32(rng.normal(0.0, 1.0, (steps, envs, observation_dim)))
+    rewards = as_float32(rng.normal(0.5, 1.0, (steps, envs)))
+    terminated = np.zeros((steps, envs))
+    truncated = np.zeros((steps, envs))
+    terminated[terminated_at] = 1.0
+    truncated[truncated_at] = 1.0
+    return {"obs": obs, "last_obs": last_obs, "terminal_obs": terminal_obs, "rewards": rewards,
+            "terminated": terminated, "truncated": truncated}
+
+
+def sample_actions(dist: Any, discrete: bool, rng: np.random.Generator) -> np.ndarray:
+    """One action per row of the policy's distribution, drawn with ``rng`` (indices as floats, or
+    Gaussian samples in float32)."""
+    if discrete:
+        probs = dist.probs.numpy()
+        return np.array([rng.choice(probs.shape[1], p=row / row.sum()) for row in probs], dtype=float)
+    mean, std = dist.mean.numpy(), dist.stddev.numpy()
+    return as_float32(mean + std * rng.normal(0.0, 1.0, mean.shape))
 
 
 def _distribution(params: dict[str, Any], hidden: list[int], act: str, obs: Any, discrete: bool) -> Any:

@@ -4,8 +4,8 @@ One update on a fixed batch cannot show *when* updates happen; the schedule can.
 semantics of rlcompare's hyperparameters, as Stable-Baselines3 counts them, in env steps across
 every environment of the run):
 
-- **PPO, A2C**: one update per rollout of ``rollout_steps`` in every env; an update is ``epochs``
-  passes of ``ceil(rollout / minibatch_size)`` gradient steps (PPO), or one gradient step (A2C).
+- **PPO, A2C, PG**: one update per rollout of ``rollout_steps`` in every env; an update is ``epochs``
+  passes of ``ceil(rollout / minibatch_size)`` gradient steps (PPO), or one gradient step (A2C, PG).
 - **DQN**: no update before ``learning_starts`` env steps; then one update every ``train_every`` env
   steps, each of ``gradient_steps`` gradient steps in a row; the target network is copied every
   ``target_update_interval`` env steps, between env steps, so never inside an update's run of
@@ -64,7 +64,7 @@ def canonical_schedule(workload: Mapping[str, Any]) -> dict[str, float | None]:
     parallelism = workload.get("parallelism") or {}
     envs = int(parallelism.get("envs_per_worker", 1)) * int(parallelism.get("workers", 1))
     budget = int(workload["env_steps"])
-    if algorithm in ("PPO", "A2C"):
+    if algorithm in ("PPO", "A2C", "PG"):
         rollout = int(hp["rollout_steps"]) * envs
         updates = math.ceil(budget / rollout)
         per_update = int(hp["epochs"]) * math.ceil(rollout / int(hp["minibatch_size"])) if algorithm == "PPO" else 1

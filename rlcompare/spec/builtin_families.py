@@ -53,6 +53,23 @@ class A2CHyperparameters(CanonicalHyperparameters):
     normalize_advantage: Bool = Field(False, description="Normalize advantages per update.")
 
 
+class PGHyperparameters(CanonicalHyperparameters):
+    """REINFORCE (Williams 1992), the vanilla policy gradient as the 2020 platform comparisons ran it
+    (Tianshou's ``PGPolicy``, RLlib's ``PG``): discounted Monte Carlo returns over each rollout,
+    standardized over the rollout's batch by default (the baseline of Tianshou's ``rew_norm``), and
+    one full-batch Adam step per rollout on ``-mean(G log pi(a|s))``. No value network, no entropy
+    bonus, no gradient clipping. An episode the rollout cuts off counts no reward after the cut, and
+    one cut by its time limit none after its last step (a Monte Carlo return has no bootstrap)."""
+
+    learning_rate: Float = Field(1e-3, gt=0, description="Adam step size (eps 1e-8, torch's default), constant.")
+    gamma: Float = Field(0.99, gt=0, le=1, description="Discount factor.")
+    rollout_steps: Int = Field(256, gt=0, description="Steps collected per environment per update.")
+    return_standardization: Literal["batch", "none"] = Field(
+        "batch", description="The baseline: 'batch' standardizes the rollout's returns, (G - mean) / (std + eps) "
+        "with the population std and eps = float32 machine epsilon (Tianshou 0.2's rew_norm); 'none' uses them as "
+        "they are (RLlib's PG).")
+
+
 class DQNHyperparameters(CanonicalHyperparameters):
     """Deep Q-Network with a target network and an epsilon-greedy schedule."""
 
@@ -191,6 +208,8 @@ BUILTIN_FAMILIES: tuple[AlgorithmFamily, ...] = (
                     PPOHyperparameters, BOTH, "gradient", "rollout", rollout_grain),
     AlgorithmFamily("A2C", "Advantage Actor-Critic, synchronous, on-policy",
                     A2CHyperparameters, BOTH, "gradient", "rollout", rollout_grain),
+    AlgorithmFamily("PG", "Vanilla policy gradient (REINFORCE) with Monte Carlo returns standardized over the batch, on-policy",
+                    PGHyperparameters, BOTH, "gradient", "rollout", rollout_grain),
     AlgorithmFamily("DQN", "Deep Q-Network with target network and epsilon-greedy exploration, off-policy",
                     DQNHyperparameters, frozenset({"discrete"}), "gradient", "update", update_grain),
     AlgorithmFamily("SAC", "Soft Actor-Critic with automatic entropy tuning, off-policy",

@@ -69,6 +69,13 @@ CLASSIC: list[dict[str, Any]] = [
         "evaluation": {"interval_steps": 10_000}, "success_threshold": 475.0,
     },
     {
+        "id": "cartpole-pg", "description": "CartPole-v1 PG (REINFORCE, batch-standardized returns), 4 in-process envs",
+        "env": "CartPole-v1", "algorithm": "PG", "env_steps": 100_000, "seeds": 3,
+        "parallelism": {"envs_per_worker": 4},
+        "hyperparameters": {"learning_rate": 1e-3, "rollout_steps": 256, "gamma": 0.99},
+        "evaluation": {"interval_steps": 10_240}, "success_threshold": 475.0,
+    },
+    {
         "id": "cartpole-dqn", "description": "CartPole-v1 DQN, one env",
         "env": "CartPole-v1", "algorithm": "DQN", "env_steps": 50_000, "seeds": 3,
         "network": {"hidden_sizes": [256, 256], "activation": "relu"},
@@ -139,7 +146,7 @@ def builtin_workloads() -> list[Workload]:
 BUILTIN_SUITES: tuple[Suite, ...] = (
     Suite("demo", ("cartpole-ppo-demo",), "CartPole-v1 PPO on 15,360 env steps, 2 seeds: what `make demo` runs"),
     Suite("quick", ("cartpole-ppo-quick",), "CartPole-v1 PPO with every adapter; about a minute per run"),
-    Suite("classic", tuple(spec["id"] for spec in CLASSIC), "CartPole PPO/A2C/DQN/ES, Acrobot DQN, Pendulum SAC/TD3/DDPG; 3 seeds"),
+    Suite("classic", tuple(spec["id"] for spec in CLASSIC), "CartPole PPO/A2C/PG/DQN/ES, Acrobot DQN, Pendulum SAC/TD3/DDPG; 3 seeds"),
     Suite("scaling", tuple(spec["id"] for spec in SCALING),
           "PPO on a calibrated-cost CartPole at 1, 2 and 4 rollout workers (same 512-step rollouts)"),
 )

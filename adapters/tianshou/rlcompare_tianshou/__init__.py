@@ -1,4 +1,4 @@
-"""Tianshou 2.0 adapter: PPO, A2C and DQN on discrete actions, SAC, TD3 and DDPG on continuous actions,
+"""Tianshou 2.0 adapter: PPO, A2C, PG (REINFORCE) and DQN on discrete actions, SAC, TD3 and DDPG on continuous actions,
 built with Tianshou's procedural API (networks, ``Algorithm``, ``Collector``, ``OnPolicyTrainer`` /
 ``OffPolicyTrainer``).
 
@@ -57,8 +57,8 @@ if TYPE_CHECKING:
     from rlcompare.adapter import TrainingContext
     from rlcompare.plugins.register import Register
 
-ON_POLICY = ("PPO", "A2C")
-ACTION_SPACES = {"PPO": "discrete", "A2C": "discrete", "DQN": "discrete", "SAC": "continuous",
+ON_POLICY = ("PPO", "A2C", "PG")
+ACTION_SPACES = {"PPO": "discrete", "A2C": "discrete", "PG": "discrete", "DQN": "discrete", "SAC": "continuous",
                  "TD3": "continuous", "DDPG": "continuous"}
 #: The deterministic-actor families: Tianshou's DDPG and TD3, exploring with Gaussian action noise.
 DETERMINISTIC = ("TD3", "DDPG")
@@ -77,6 +77,7 @@ NUMBA_CACHE_ENV = "RLCOMPARE_NUMBA_CACHE"
 #: The modules whose ``@njit`` helpers Tianshou compiles when a buffer or an algorithm is built.
 NUMBA_MODULES = ("tianshou.data.buffer.manager", "tianshou.algorithm.algorithm_base", "tianshou.data.utils.segtree")
 PARITY_UPDATES = {"PPO": "rlcompare_tianshou.parity:ppo_update", "A2C": "rlcompare_tianshou.parity:a2c_update",
+                  "PG": "rlcompare_tianshou.parity:pg_update",
                   "DQN": "rlcompare_tianshou.parity_dqn:dqn_update", "SAC": "rlcompare_tianshou.parity_sac:sac_update",
                   "TD3": "rlcompare_tianshou.parity_td3:td3_update", "DDPG": "rlcompare_tianshou.parity_td3:td3_update"}
 
@@ -156,6 +157,20 @@ def _optimizer_name(value: str, _: WorkloadLike) -> str:
     return {"adam": "AdamOptimizerFactory", "rmsprop": "RMSpropOptimizerFactory"}[value]
 
 
+def _standardization(value: str, _: WorkloadLike) -> str:
+    # the native config says which standardization Tianshou applies; the builder passes a bool
+    return "running" if value == "batch" else "none"
+
+
+def _judge_standardization(value: str, _: WorkloadLike) -> tuple[Fidelity, str]:
+    if value == "none":
+        return Fidelity.EXACT, "Reinforce(return_standardization=False): the discounted returns as they are"
+    return Fidelity.APPROXIMATE, (
+        "Tianshou 2.0 standardizes with the running mean and variance of earlier rollouts' returns, "
+        "(G - mean) / sqrt(var + 1e-8), updated after use (so its first update sees the raw returns), "
+        "not over the rollout's own batch as Tianshou 0.2's rew_norm did")
+
+
 def _alpha(value: float | str, _: WorkloadLike) -> Any:
     if value == "auto":
         return "AutoAlpha(target_entropy=-dim(A), log_alpha=0.0, optim=AdamOptimizerFactory(lr))"
@@ -203,6 +218,13 @@ SETTINGS: dict[str, list[Setting]] = {
         *_ON_POLICY_COMMON,
         Setting("normalize_advantage", None,
                 judge=only_if(False, "Tianshou's A2C never normalizes advantages")),
+    ],
+    "PG": [
+        Setting("learning_rate", "optim.lr", note="Adam with Tianshou's (and torch's) eps 1e-8, as canonical"),
+        Setting("gamma", "algorithm.gamma"),
+        _ROLLOUT,
+        Setting("return_standardization", "algorithm.return_standardization", convert=_standardization,
+                judge=_judge_standardization),
     ],
     "DQN": [
         *_OFF_POLICY_COMMON,
@@ -321,7 +343,7 @@ SAC_DEPARTURES = (
 class TianshouAdapter(Adapter):
     id = "tianshou"
     framework = "tianshou"
-    summary = ("Tianshou 2.0: PPO, A2C, DQN (discrete), SAC, TD3, DDPG (continuous); "
+    summary = ("Tianshou 2.0: PPO, A2C, PG, DQN (discrete), SAC, TD3, DDPG (continuous); "
                "DummyVectorEnv / SubprocVectorEnv")
     import_name = "tianshou"
     distributions = ("tianshou", "torch")
@@ -347,14 +369,14 @@ class TianshouAdapter(Adapter):
             config.setdefault(component, {})[keyword] = value
         fixed, _why = _fixed_choices(workload.algorithm)  # the native config; no fidelity entry (not canonical)
         config.setdefault("algorithm", {}).update(fixed)
-        if workload.algorithm == "A2C":
-            # one full-batch gradient step per rollout, as A2C is defined
+        if workload.algorithm in ("A2C", "PG"):
+            # one full-batch gradient step per rollout, as A2C and PG are defined
             config.setdefault("trainer", {}).update(batch_size=None, update_step_num_repetitions=1)
         if workload.algorithm in DETERMINISTIC:
             # the actor's tanh output is in [-1, 1]: the policy clips and scales it to [low, high] for the env
             config["policy"].update(action_scaling=True, action_bound_method="clip")
         config["optim"].setdefault("class", "AdamOptimizerFactory")
-        if workload.algorithm in ON_POLICY:
+        if workload.algorithm in ("PPO", "A2C"):
             config["optim"]["eps"] = ON_POLICY_OPTIM_EPS
             if config["optim"]["class"] == "RMSpropOptimizerFactory":
                 config["optim"]["alpha"] = 0.99
@@ -367,7 +389,9 @@ class TianshouAdapter(Adapter):
             init_note = "one Q-network and its target copy; PyTorch's default weight initialisation"
         else:
             init_note = "separate networks, no shared layers; PyTorch's default weight initialisation"
-        if workload.algorithm in ON_POLICY:
+        if workload.algorithm == "PG":
+            init_note = "one policy network, no value network; PyTorch's default weight initialisation"
+        elif workload.algorithm in ON_POLICY:
             init_note += " (SB3 uses orthogonal initialisation for PPO/A2C)"
         entries.append(entry("network.hidden_sizes", hidden, Fidelity.EXACT, "Net(hidden_sizes)", shapes, init_note))
         entries.append(entry("network.activation", net.activation, Fidelity.EXACT, "Net(activation)", activation))
@@ -417,6 +441,8 @@ def _fixed_choices(algorithm: str) -> tuple[dict[str, Any], str]:
                 "rollout, no return scaling; GAE bootstraps on truncation")
     if algorithm == "A2C":
         return {"return_scaling": False}, "no return scaling; GAE bootstraps on truncation"
+    if algorithm == "PG":
+        return {}, "Monte Carlo returns (gae_lambda 1, no value network)"
     if algorithm == "DQN":
         return ({"huber_loss_delta": DQN_HUBER_DELTA, "n_step_return_horizon": 1},
                 "Huber TD loss (delta 1) as in Nature DQN and SB3; 1-step targets")
@@ -432,6 +458,8 @@ def _fixed_choices(algorithm: str) -> tuple[dict[str, Any], str]:
 
 
 def _network_shapes(algorithm: str, hidden: list[int]) -> dict[str, list[int]]:
+    if algorithm == "PG":
+        return {"actor": hidden}
     if algorithm in ON_POLICY:
         return {"actor": hidden, "critic": hidden}
     if algorithm in ("SAC", "TD3"):
@@ -747,9 +775,14 @@ def _build_on_policy(workload: WorkloadLike, config: dict[str, dict[str, Any]], 
         action_shape=int(action_space.n),
         softmax_output=False,  # logits, for the default Categorical(logits=...) distribution
     )
-    critic = DiscreteCritic(preprocess_net=Net(state_shape=obs_shape, hidden_sizes=hidden, activation=activation))
     policy = DiscreteActorPolicy(actor=actor, action_space=action_space, observation_space=observation_space,
                                  deterministic_eval=True)
+    if workload.algorithm == "PG":
+        from tianshou.algorithm import Reinforce
+
+        pg_kwargs = {**kwargs, "return_standardization": kwargs.get("return_standardization") == "running"}
+        return Reinforce(policy=policy, optim=_optim_factory(config), **pg_kwargs)
+    critic = DiscreteCritic(preprocess_net=Net(state_shape=obs_shape, hidden_sizes=hidden, activation=activation))
     algorithm_class = PPO if workload.algorithm == "PPO" else A2C
     return algorithm_class(policy=policy, critic=critic, optim=_optim_factory(config), **kwargs)
 

@@ -229,14 +229,14 @@ def run_on_policy_update(setup: TianshouSetup, probe: ParityProbe, collected_by_
                      "rew": float32(batch["rewards"][t]), "terminated": batch["terminated"][t],
                      "truncated": batch["truncated"][t], "obs_next": float32(obs_next)})
     add_steps(buffer, rows)
-    # the collecting critic's values: of every observation, of the final observations of truncated
-    # episodes (terminated ones are masked by Tianshou's value_mask) and of the observations after the rollout
-    observed = np.concatenate([batch["obs"].reshape(steps * envs, -1), batch["terminal_obs"].reshape(steps * envs, -1),
-                               batch["last_obs"]])
-    values = np.concatenate([batch["old_values"].ravel(), (batch["terminal_values"] * batch["truncated"]).ravel(),
-                             batch["last_values"]])
     replaced = {}
     if collected_by_other:
+        # the collecting critic's values: of every observation, of the final observations of truncated
+        # episodes (terminated ones are masked by Tianshou's value_mask) and of the observations after the rollout
+        observed = np.concatenate([batch["obs"].reshape(steps * envs, -1),
+                                   batch["terminal_obs"].reshape(steps * envs, -1), batch["last_obs"]])
+        values = np.concatenate([batch["old_values"].ravel(),
+                                 (batch["terminal_values"] * batch["truncated"]).ravel(), batch["last_values"]])
         replaced = {"critic": _collecting_critic(_Recorded(observed, values)),
                     "policy": _collecting_policy(_Recorded(batch["obs"].reshape(steps * envs, -1),
                                                            batch["old_log_prob"].ravel()))}
@@ -246,8 +246,9 @@ def run_on_policy_update(setup: TianshouSetup, probe: ParityProbe, collected_by_
     def preprocess_with_collecting_networks(sampled: Any, buffer: Any, indices: np.ndarray) -> Any:
         with _replaced(algorithm, **replaced):
             prepared = preprocess(sampled, buffer, indices)
-        captured.update(indices=np.asarray(indices), adv=prepared.adv.detach().cpu().numpy().copy(),
-                        returns=prepared.returns.detach().cpu().numpy().copy())
+        captured.update(indices=np.asarray(indices), returns=np.asarray(prepared.returns, dtype=np.float64).copy())
+        if hasattr(prepared, "adv"):  # PG's batch has returns only
+            captured["adv"] = prepared.adv.detach().cpu().numpy().copy()
         return prepared
 
     algorithm._preprocess_batch = preprocess_with_collecting_networks
@@ -260,9 +261,12 @@ def run_on_policy_update(setup: TianshouSetup, probe: ParityProbe, collected_by_
     # buffer index -> (time step, env): env e's rollout is sub-buffer e, in order
     index = captured["indices"]
     position = (index % steps, index // steps)
-    advantages, returns = np.zeros((steps, envs)), np.zeros((steps, envs))
-    advantages[position], returns[position] = captured["adv"], captured["returns"]
-    return {"step": step, "stats": stats, "targets": {"advantages": advantages, "returns": returns}}
+    targets = {}
+    for key, name in (("adv", "advantages"), ("returns", "returns")):
+        if key in captured:
+            targets[name] = np.zeros((steps, envs))
+            targets[name][position] = captured[key]
+    return {"step": step, "stats": stats, "targets": targets}
 
 
 def ppo_update(adapter: TianshouAdapter, probe: ParityProbe) -> ParityOutcome:
@@ -309,6 +313,41 @@ def a2c_update(adapter: TianshouAdapter, probe: ParityProbe) -> ParityOutcome:
             notes=("Tianshou's _preprocess_batch evaluated the rollout's values with its own critic (the "
                    "probe's network, which collected it)", NUMBA_NOTE),
             defaults=on_policy_defaults(setup),
+        )
+    finally:
+        setup.close()
+
+
+def pg_update(adapter: TianshouAdapter, probe: ParityProbe) -> ParityOutcome:
+    """One full-batch REINFORCE step: Tianshou's Monte Carlo returns
+    (``DiscountedReturnComputation.add_discounted_returns``, ``compute_episodic_return`` with
+    ``gae_lambda`` 1 and no bootstrap, optionally standardized by running statistics) and
+    ``Reinforce._update_with_batch`` (``tianshou/algorithm/modelfree/reinforce.py``)."""
+    if not probe.discrete:
+        return ParityOutcome.unverifiable("the Tianshou adapter runs PG on discrete actions only")
+    setup = built_setup(adapter, probe)
+    try:
+        algorithm = setup.algorithm
+        layers = len(probe.network["hidden_sizes"]) + 1
+        parameters = load_linear_stack(linear_layers(algorithm.policy.actor), stack_names("policy", layers),
+                                       probe.weights)
+        result = run_on_policy_update(setup, probe, collected_by_other=False)
+        step, stats = result["step"], result["stats"]
+        if step.steps != 1:
+            return ParityOutcome.unverifiable(f"Tianshou made {step.steps} optimizer steps on one rollout")
+        computation = algorithm.discounted_return_computation
+        return ParityOutcome(
+            RAN, targets=result["targets"], gradients=step.gradients_of(parameters), updated=values_of(parameters),
+            losses={"policy": stats.loss.mean, "total": stats.loss.mean},
+            notes=(NUMBA_NOTE,),
+            defaults={**optimizer_defaults(algorithm.optim), **network_defaults(algorithm.policy.actor),
+                      "reward_normalization": False,
+                      "learning_rate_schedule": "constant" if not getattr(algorithm, "lr_schedulers", None) else
+                      ", ".join(type(s).__name__ for s in algorithm.lr_schedulers),
+                      "return_standardization": "running" if computation.return_standardization else "none",
+                      "return_standardization_eps": computation.eps, "gamma": computation.gamma,
+                      "max_grad_norm": algorithm.optim._max_grad_norm,
+                      "action_distribution": _distribution_name(algorithm.policy)},
         )
     finally:
         setup.close()

@@ -1,6 +1,6 @@
-"""TorchRL adapter: PPO, A2C, DQN (discrete actions), SAC, TD3 and DDPG (continuous actions) built
+"""TorchRL adapter: PPO, A2C, PG, DQN (discrete actions), SAC, TD3 and DDPG (continuous actions) built
 from TorchRL's own pieces (``GymWrapper`` / ``SerialEnv`` environments, collectors, replay buffers,
-``ClipPPOLoss``, ``A2CLoss``, ``DQNLoss``, ``SACLoss``, ``TD3Loss``, ``DDPGLoss``, ``GAE``, target
+``ClipPPOLoss``, ``A2CLoss``, ``ReinforceLoss`` with ``reward2go``, ``DQNLoss``, ``SACLoss``, ``TD3Loss``, ``DDPGLoss``, ``GAE``, target
 updaters, ``EGreedyModule``, ``TanhModule``, ``AdditiveGaussianModule``), in the training loop
 TorchRL's own examples (``sota-implementations``) write: iterate the collector, compute, update,
 ``collector.update_policy_weights_()``. TD3 and DDPG step as TorchRL's TD3 script does: the critic
@@ -52,19 +52,23 @@ if TYPE_CHECKING:
     from rlcompare.adapter import TrainingContext
     from rlcompare.plugins.register import Register
 
-ON_POLICY = ("PPO", "A2C")
+ON_POLICY = ("PPO", "A2C", "PG")
+#: The on-policy actor-critics: a critic, GAE (PG has neither).
+ACTOR_CRITIC_ON_POLICY = ("PPO", "A2C")
 #: Deterministic actor-critics: a deterministic actor with Gaussian exploration noise, target actor and critic(s).
 DETERMINISTIC = ("TD3", "DDPG")
 ACTION_SPACES = {"PPO": frozenset({"discrete", "continuous"}), "A2C": frozenset({"discrete", "continuous"}),
+                 "PG": frozenset({"discrete", "continuous"}),
                  "DQN": frozenset({"discrete"}), "SAC": frozenset({"continuous"}),
                  "TD3": frozenset({"continuous"}), "DDPG": frozenset({"continuous"})}
 ACTIVATIONS = {"tanh": "Tanh", "relu": "ReLU"}
 #: Native-name prefixes that name a component built from keyword arguments.
-COMPONENTS = ("collector", "loss", "optim", "GAE", "replay_buffer", "EGreedyModule", "SoftUpdate",
+COMPONENTS = ("collector", "loss", "optim", "GAE", "returns", "replay_buffer", "EGreedyModule", "SoftUpdate",
               "AdditiveGaussianModule")
 #: Where each family's parity probe is answered (``module:function``); a family without one answers
 #: "unverifiable".
 PARITY_UPDATES = {"PPO": "rlcompare_torchrl.parity:ppo_update", "A2C": "rlcompare_torchrl.parity_a2c:a2c_update",
+                  "PG": "rlcompare_torchrl.parity_pg:pg_update",
                   "DQN": "rlcompare_torchrl.parity_dqn:dqn_update", "SAC": "rlcompare_torchrl.parity_sac:sac_update",
                   "TD3": "rlcompare_torchrl.parity_td3:td3_update", "DDPG": "rlcompare_torchrl.parity_td3:td3_update"}
 #: Adam/RMSprop epsilon of the on-policy optimizers: SB3's and CleanRL's (TorchRL's own PPO scripts use it too).
@@ -218,6 +222,14 @@ SETTINGS: dict[str, list[Setting]] = {
         *_ON_POLICY_COMMON,
         Setting("normalize_advantage", None, judge=_a2c_advantages),
     ],
+    "PG": [
+        Setting("learning_rate", "optim.lr", note="torch.optim.Adam over the actor, eps 1e-8 (torch's default)"),
+        Setting("gamma", "returns.gamma", note="torchrl.objectives.value.functional.reward2go over each env's rollout"),
+        Setting("rollout_steps", "collector.frames_per_batch", convert=lambda value, w: value * _n_envs(w),
+                note="frames_per_batch = rollout_steps x envs; one full-batch gradient step per rollout"),
+        Setting("return_standardization", "returns.standardize", convert=lambda value, _: value == "batch",
+                note="(G - mean) / (std + float32 eps) over the rollout, population std, before ReinforceLoss"),
+    ],
     "DQN": [
         *_OFF_POLICY_COMMON,
         Setting("target_update_interval", "HardUpdate", judge=_judge_target_sync, note="env steps"),
@@ -337,7 +349,10 @@ class TorchRLAdapter(Adapter):
                 config["schedule"][name] = value
         algorithm = workload.algorithm
         hp = workload.hyperparameters
-        if algorithm in ON_POLICY:
+        if algorithm == "PG":
+            config["optim"]["class"] = "Adam"  # torch's eps (1e-8), as canonical
+            config["schedule"]["epochs"] = 1
+        elif algorithm in ON_POLICY:
             config["optim"].setdefault("class", "Adam")
             config["optim"]["eps"] = ON_POLICY_OPTIM_EPS
             if config["optim"]["class"] == "RMSprop":
@@ -352,7 +367,7 @@ class TorchRLAdapter(Adapter):
                 config["schedule"]["policy_delay"] = 1  # the actor and the targets move at every critic step
         fixed, _why, _status = _fixed_choices(algorithm)  # the native config; no fidelity entry (not canonical)
         config["loss"].update(fixed)
-        loss_class = {"PPO": "ClipPPOLoss", "A2C": "A2CLoss", "DQN": "DQNLoss", "SAC": "SACLoss", "TD3": "TD3Loss",
+        loss_class = {"PPO": "ClipPPOLoss", "A2C": "A2CLoss", "PG": "ReinforceLoss", "DQN": "DQNLoss", "SAC": "SACLoss", "TD3": "TD3Loss",
                       "DDPG": "DDPGLoss"}[algorithm]
         config["loss"]["class"] = loss_class
         net = workload.network
@@ -457,6 +472,10 @@ def _fixed_choices(algorithm: str) -> tuple[dict[str, Any], str, Fidelity]:
                 "observation", Fidelity.EXACT)
     if algorithm == "A2C":
         return ({}, "one full-batch gradient step per rollout; GAE bootstraps truncated episodes", Fidelity.EXACT)
+    if algorithm == "PG":
+        return ({}, "ReinforceLoss given the advantage (the rollout's Monte Carlo returns, reward2go, standardized "
+                    "as return_standardization says); the critic ReinforceLoss requires is built and never trained "
+                    "(only loss_actor is optimized)", Fidelity.EXACT)
     if algorithm == "DQN":
         return ({"loss_function": "smooth_l1", "delay_value": True},
                 "Huber TD loss (delta 1) as in Nature DQN and SB3; 1-step targets", Fidelity.EXACT)
@@ -475,6 +494,8 @@ def _fixed_choices(algorithm: str) -> tuple[dict[str, Any], str, Fidelity]:
 
 
 def _network_layout(algorithm: str, hidden: list[int]) -> dict[str, list[int]]:
+    if algorithm == "PG":
+        return {"actor": hidden}
     if algorithm in ON_POLICY:
         return {"actor": hidden, "critic": hidden}
     if algorithm in ("SAC", "TD3"):
@@ -487,6 +508,9 @@ def _network_layout(algorithm: str, hidden: list[int]) -> dict[str, list[int]]:
 def _network_note(algorithm: str) -> str:
     if algorithm == "DQN":
         return "one Q-network and its target copy; PyTorch's default weight initialisation"
+    if algorithm == "PG":
+        return ("one policy network; PyTorch's default weight initialisation; continuous actions: Gaussian with a "
+                "state-independent log-std from 0, samples clipped to the bounds by the environment")
     note = "separate networks, no shared layers; PyTorch's default weight initialisation"
     if algorithm in ON_POLICY:
         note += (" (SB3 uses orthogonal initialisation for PPO/A2C); continuous actions: Gaussian with a "
@@ -628,10 +652,12 @@ class TorchRLSetup:
     def learn_on_policy(self, data: Any) -> None:
         """The gradient steps on a rollout whose advantages and value targets are in ``data``: A2C one
         full-batch step, PPO ``epochs`` passes of minibatches (without replacement, whole minibatches)."""
-        max_grad_norm = self.workload.hyperparameters.max_grad_norm  # type: ignore[union-attr]
+        max_grad_norm = getattr(self.workload.hyperparameters, "max_grad_norm", None)
         buffer = self.extras.get("buffer")
         flat = data.reshape(-1)
-        if buffer is None:  # A2C: one full-batch gradient step
+        if self.workload.algorithm == "PG":  # one full-batch step on the actor's loss alone
+            self._step(self.loss(flat)["loss_actor"], None)
+        elif buffer is None:  # A2C: one full-batch gradient step
             self._step(_total(self.loss(flat)), max_grad_norm)
         else:
             buffer.empty()
@@ -727,6 +753,28 @@ class TorchRLSetup:
 
     def close(self) -> None:
         self.collector.shutdown()
+
+
+@dataclass(frozen=True)
+class MonteCarloReturns:
+    """PG's advantage: each env's discounted returns over the rollout (TorchRL's ``reward2go``, which
+    ends a return at every done flag and at the rollout's last step), standardized over the whole
+    batch when ``standardize``: ``(G - mean) / (std + eps)``, population std, eps float32's."""
+
+    gamma: float
+    standardize: bool
+
+    def __call__(self, data: Any) -> Any:
+        import torch
+        from torchrl.objectives.value.functional import reward2go
+
+        returns = reward2go(data["next", "reward"], data["next", "done"], self.gamma, time_dim=-2)
+        # ReinforceLoss.forward computes its critic's loss too (not optimized): against the raw returns
+        data.set("value_target", returns)
+        if self.standardize:
+            returns = (returns - returns.mean()) / (returns.std(unbiased=False) + torch.finfo(torch.float32).eps)
+        data.set("advantage", returns)
+        return data
 
 
 def _total(losses: Any) -> Any:
@@ -870,6 +918,7 @@ def _build_modules(workload: WorkloadLike, config: dict[str, dict[str, Any]], ob
         DDPGLoss,
         DQNLoss,
         HardUpdate,
+        ReinforceLoss,
         SACLoss,
         SoftUpdate,
         TD3Loss,
@@ -889,7 +938,7 @@ def _build_modules(workload: WorkloadLike, config: dict[str, dict[str, Any]], ob
     def mlp(inputs: int, outputs: int) -> Any:
         return MLP(in_features=inputs, out_features=outputs, num_cells=hidden, activation_class=activation)
 
-    if algorithm in ON_POLICY:
+    if algorithm in ON_POLICY:  # PPO, A2C, PG: the same actor
         if continuous:
             body = torch.nn.Sequential(mlp(n_obs, n_act), AddStateIndependentNormalScale(n_act, init_value=0.0))
             actor_module = TensorDictModule(body, in_keys=["observation"], out_keys=["loc", "scale"])
@@ -901,6 +950,13 @@ def _build_modules(workload: WorkloadLike, config: dict[str, dict[str, Any]], ob
             actor = ProbabilisticActor(actor_module, in_keys=["logits"], spec=action_spec,
                                        distribution_class=torch.distributions.Categorical, return_log_prob=True)
         critic = ValueOperator(mlp(n_obs, 1), in_keys=["observation"])
+        if algorithm == "PG":
+            loss = ReinforceLoss(actor, critic)  # ReinforceLoss requires a critic; only loss_actor is optimized
+            parameters = list(actor.parameters())
+            optimizer = torch.optim.Adam(parameters, lr=config["optim"]["lr"])
+            extras["advantage"] = MonteCarloReturns(**config["returns"])
+            return {"actor": actor, "collect_policy": actor, "loss": loss, "optimizer": optimizer,
+                    "parameters": parameters, "extras": extras}
         gae = GAE(gamma=config["GAE"]["gamma"], lmbda=config["GAE"]["lmbda"], value_network=critic,
                   average_gae=False)
         loss_class = ClipPPOLoss if algorithm == "PPO" else A2CLoss

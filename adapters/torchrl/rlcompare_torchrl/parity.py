@@ -104,10 +104,6 @@ def rollout(probe: ParityProbe, log_prob_key: str | None, stored_values: bool) -
     done = terminated | truncated
     next_obs = np.concatenate([batch["obs"][1:], batch["last_obs"][None]], axis=0)
     next_obs = np.where(done[..., None], batch["terminal_obs"], next_obs)
-    next_values = np.concatenate([batch["old_values"][1:], batch["last_values"][None]], axis=0)
-    # a truncated step bootstraps from the value of its final observation; a terminated one's next value
-    # is multiplied by (1 - terminated) in TorchRL's GAE: terminal_values is 0 there
-    next_values = np.where(done, batch["terminal_values"], next_values)
 
     def tensor(array: np.ndarray, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         return torch.as_tensor(np.ascontiguousarray(np.swapaxes(np.asarray(array), 0, 1))).to(dtype)
@@ -125,6 +121,10 @@ def rollout(probe: ParityProbe, log_prob_key: str | None, stored_values: bool) -
                  "truncated": column(truncated, torch.bool)},
     }
     if stored_values:
+        next_values = np.concatenate([batch["old_values"][1:], batch["last_values"][None]], axis=0)
+        # a truncated step bootstraps from the value of its final observation; a terminated one's next value
+        # is multiplied by (1 - terminated) in TorchRL's GAE: terminal_values is 0 there
+        next_values = np.where(done, batch["terminal_values"], next_values)
         data["state_value"] = column(batch["old_values"])
         data["next"]["state_value"] = column(next_values)
     if log_prob_key is not None:
