@@ -215,3 +215,13 @@ def test_the_report_shows_each_criterion_across_the_releases(
     assert not judged.empty
     for row in judged.itertuples():  # the flag is the interval's: changed exactly when it excludes zero
         assert bool(row.changed) == (not row.change_low <= 0 <= row.change_high)
+
+
+def test_a_release_the_index_does_not_have_is_refused_in_one_line_and_nothing_is_written(tmp_path: Path) -> None:
+    (tmp_path / "tiny.toml").write_text(TINY_WORKLOAD, encoding="utf-8")
+    done = _cli(["run", "--workload", "tiny.toml", "--adapters", "tinyfit", "--versions", "tinyfit=0.0.1",
+                 "--store", "s.db"], tmp_path / "cache", tmp_path)
+    assert done.returncode == 2, done.stderr
+    [error] = [line for line in done.stderr.splitlines() if line.startswith("rlcompare: error:")]
+    assert "numpy==0.0.1" in error and "do not resolve" in error
+    assert not list(tmp_path.glob("s.db*"))  # the store was never opened

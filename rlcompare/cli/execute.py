@@ -75,13 +75,14 @@ def execute(args: argparse.Namespace, plugins: Plugins, plan: Plan, resume_with:
         raise UsageError(f"--address: only --backend ray joins a cluster, not {args.backend!r}")
     backend = backend_class(Limits(args.timeout, args.max_memory), BackendOptions(jobs=args.jobs, address=args.address))
     backend.check()
+    # adapters that do not fit the main environment get their own, built before any run starts, and
+    # so does each release a run is pinned to (--versions); before the store is opened, so that an
+    # environment that cannot be built (a release the index does not have) leaves nothing written
+    adapters = subject_adapters(plugins.adapters, [run.adapter_id for run in plan.runs])
+    plan = place_runs(adapters, plan, isolate=args.isolate, log=note)
     with Store(args.store) as store:
         store.check_writable()
         warn_off_grid(plan)
-        # adapters that do not fit the main environment get their own, built before any run starts,
-        # and so does each release a run is pinned to (--versions)
-        adapters = subject_adapters(plugins.adapters, [run.adapter_id for run in plan.runs])
-        plan = place_runs(adapters, plan, isolate=args.isolate, log=note)
         if not args.no_parity:  # each framework's own update against the reference, cached per version
             plan = with_parity(plan, adapters, plugins.algorithms, default_cache(log=note), log=note)
         progress = ConsoleProgress(total=len(plan.runs))
