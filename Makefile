@@ -11,6 +11,10 @@ INSTALLER ?= uv
 export PYTHONDONTWRITEBYTECODE :=
 STAMP := $(VENV)/.rlcompare-installed
 # The built-in plugins: each a distribution of its own, installed like any outside package.
+# The RL Baselines3 Zoo's files only (its tuned hyperparameters, SB3's settings in the native arm of the
+# studies); its dependencies (optuna, the Hugging Face client, SB3-Contrib) serve the zoo's own training
+# scripts, which rlcompare does not run. `pip install 'rlcompare-sb3[zoo]'` installs it whole.
+ZOO := 'rl-zoo3==2.9.2'
 BUILTIN_DISTS := criteria adapters/sb3 adapters/tianshou adapters/rllib adapters/torchrl adapters/skrl adapters/evotorch adapters/sample_factory
 
 .PHONY: install demo demo-all test lint bench clean
@@ -28,6 +32,7 @@ ifeq ($(INSTALLER),pip)
 	# the CPU build of torch first, so no dependency pulls a CUDA build
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[test]' $(addprefix -e ,$(BUILTIN_DISTS))
+	$(PY) -m pip install --quiet --no-deps $(ZOO)
 else
 	# the venv without ensurepip's copy of pip (10 s of the install on 2 CPUs): the system's pip puts
 	# uv into it (pip 22.3 or newer; older ones fall back to ensurepip), and uv installs pip and
@@ -38,6 +43,7 @@ else
 	$(VENV)/bin/uv pip install --quiet --python $(PY) \
 		$$(PYTHONPATH=. $(PY) -m rlcompare.pyenvs.indexes) \
 		torch==2.13.0 pip setuptools -e '.[test]' $(addprefix -e ,$(BUILTIN_DISTS))
+	$(VENV)/bin/uv pip install --quiet --python $(PY) $$(PYTHONPATH=. $(PY) -m rlcompare.pyenvs.indexes) --no-deps $(ZOO)
 endif
 	# bytecode for the project's own modules now (a command run outside make, with
 	# PYTHONDONTWRITEBYTECODE set, would otherwise compile them again at every start-up)

@@ -124,11 +124,16 @@ def test_every_zoo_cell_can_be_planned_now_that_td3_is_a_family_and_one_cell_can
     plan = study_plan(plugins, zoo)
     assert plan.unrunnable == []
     td3 = study_plan(plugins, zoo, cells=["td3-pendulum"])
-    assert [run.run_id for run in td3.runs] == [f"sb3-zoo--td3-pendulum__sb3__s{seed}" for seed in range(3)]
-    workload = td3.runs[0].workload
-    assert workload.algorithm == "TD3" and workload.hyperparameters.learning_starts == 10_000
-    assert workload.hyperparameters.exploration_noise == 0.1 and workload.hyperparameters.gamma == 0.98
-    assert list(workload.network.hidden_sizes) == [400, 300]
+    # both arms: the cell's settings (canonical) and SB3's own recommendation, the zoo's entry (native)
+    assert [run.run_id for run in td3.runs] == [
+        *(f"sb3-zoo--td3-pendulum__sb3__s{seed}" for seed in range(3)),
+        *(f"sb3-zoo--td3-pendulum--native__sb3__s{seed}" for seed in range(3))]
+    canonical, native = td3.runs[0].workload, td3.runs[3].workload
+    for workload in (canonical, native):  # the cell carries the zoo's td3.yml settings; the native arm reads them
+        assert workload.algorithm == "TD3" and workload.hyperparameters.learning_starts == 10_000
+        assert workload.hyperparameters.exploration_noise == 0.1 and workload.hyperparameters.gamma == 0.98
+        assert list(workload.network.hidden_sizes) == [400, 300]
+    assert native.settings == "native" and "rl_zoo3/hyperparams/td3.yml" in native.native["source"]
 
 
 # -- verdicts ----------------------------------------------------------------------------------------

@@ -29,7 +29,9 @@ from rlcompare.store.sqlite_store import Store
 def warn_off_grid(plan: Plan) -> None:
     """Once every input is checked: workloads whose evaluations cannot land on update boundaries
     (allowed, said once per workload; :mod:`rlcompare.spec.evaluation_grid`)."""
-    for line in interval_warnings([*(run.workload for run in plan.runs), *(r.workload for r in plan.refused)]):
+    # a refused native pair never resolved its settings: nothing to say about its grid
+    refused = [pair.workload for pair in plan.refused if pair.workload.settings != "native"]
+    for line in interval_warnings([*(run.workload for run in plan.runs), *refused]):
         print(f"warning: {line}", file=sys.stderr)
 
 

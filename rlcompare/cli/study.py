@@ -30,11 +30,6 @@ from rlcompare.spec.workload import workload_from_dict
 from rlcompare.studies.loading import read_study_file
 from rlcompare.studies.model import Study, Unplannable
 
-#: Why the native arm plans no run yet.
-NATIVE_NOT_OFFERED = ("the native arm needs each adapter's own recommended settings for this environment and "
-                      "algorithm, which no installed adapter declares yet")
-
-
 #: The --store default of `study run` and `study report`, read as study-<the study's id>.db.
 STORE_PLACEHOLDER = "study-NAME.db"
 
@@ -85,7 +80,8 @@ class StudyPlan(Plan):
 def study_plan(plugins: Plugins, study: Study, adapters: list[str] | None = None,
                seeds: int | None = None, cells: list[str] | None = None) -> StudyPlan:
     """The runs of ``study``'s arms: each cell's workload (or only ``cells``'s) with the adapters its
-    published rows name (those not installed, and the native arm, refused with the reason)."""
+    published rows name (those not installed refused with the reason; in the native arm, each adapter's own
+    recommended settings, or the pair refused with why it has none)."""
     catalogue = plugins.plan_catalogue()
     named = {row.adapter for row in study.published if row.adapter is not None}
     if adapters is not None:
@@ -118,9 +114,7 @@ def study_plan(plugins: Plugins, study: Study, adapters: list[str] | None = None
                 framework = (plugins.adapters[adapter].framework if adapter in plugins.adapters else
                              next(row.framework for row in study.published
                                   if row.adapter == adapter and row.cell == cell.id))
-                if arm == "native":
-                    plan.refused.append(RefusedPair(workload, adapter, framework, NATIVE_NOT_OFFERED))
-                elif adapter not in plugins.adapters:
+                if adapter not in plugins.adapters:
                     plan.refused.append(RefusedPair(workload, adapter, framework,
                                                     f"adapter {adapter!r} is not installed"))
                 else:

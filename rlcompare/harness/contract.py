@@ -73,6 +73,27 @@ class Capabilities:
         return {key: plain(value) for key, value in asdict(self).items()}
 
 
+@dataclass(frozen=True)
+class Recommendation:
+    """An adapter's own recommended configuration for one environment and algorithm: what a
+    workload with ``settings = "native"`` (the native arm) runs for it. The values are in canonical
+    terms where canonical settings exist, so budgets, grains, counting and schedules work as in the
+    canonical arm; ``native`` holds the settings the canonical model has no field for (a linear
+    learning-rate schedule, say), which the adapter applies in the native arm and lists in its
+    fidelity report; ``source`` says where the configuration comes from (a package and file, or a
+    repository, commit and path), and is shown with every run."""
+
+    source: str
+    #: Canonical hyperparameters of the family; a setting left out takes the family's default.
+    hyperparameters: dict[str, Any] = field(default_factory=dict)
+    #: ``hidden_sizes``, ``activation``; None: the workload's.
+    network: dict[str, Any] | None = None
+    #: ``envs_per_worker``, ``workers``, ``mode``; None: the workload's.
+    parallelism: dict[str, Any] | None = None
+    #: Native-only settings (plain JSON values), applied by the adapter.
+    native: dict[str, Any] = field(default_factory=dict)
+
+
 @dataclass
 class TrainingResult:
     """What :meth:`Adapter.train` hands back; the harness then runs the final evaluation."""
@@ -139,6 +160,13 @@ class Adapter(ABC):
         verdict (:mod:`rlcompare.harness.validity`) is judged against it.
         """
         return BudgetTolerance.for_workload(workload)
+
+    def recommended_settings(self, env: str, algorithm: str) -> Recommendation | None:
+        """The framework's own recommended configuration for ``algorithm`` on ``env`` (its tuned
+        example, its zoo's entry), for the native arm; None when it has none. Raise
+        :class:`IncompatibleError` when it has one that the adapter cannot apply (the reason is shown).
+        Must not import the framework."""
+        return None
 
     def parity_update(self, probe: ParityProbe) -> ParityOutcome:
         """Run the framework's own update on ``probe`` (:mod:`rlcompare.harness.parity`): load the

@@ -7,14 +7,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlcompare.errors import IncompatibleError, UnknownNameError, UsageError
+from rlcompare.errors import IncompatibleError, InvalidWorkloadError, UnknownNameError, UsageError
 from rlcompare.harness.contract import Adapter
 from rlcompare.harness.fidelity import Fidelity, FidelityEntry
 from rlcompare.harness.framework_import import framework_modules
 from rlcompare.harness.protocol import UNKNOWN_ORIGIN, Origin, WorkerEnvironment
 from rlcompare.harness.validity import BudgetTolerance, grain_refusal
 from rlcompare.plan.catalogue import PlanCatalogue
-from rlcompare.spec.workload import Workload, check_environment, load_workload_file
+from rlcompare.spec.workload import Workload, check_environment, load_workload_file, workload_from_dict
 
 
 def run_id_for(workload_id: str, adapter_id: str, seed: int) -> str:
@@ -136,16 +136,18 @@ def build_plan(
         if seeds is not None:
             workload = workload.with_seeds(seeds)
         action_space = action_space_kind(workload.env, workload.env_kwargs)
+        declared = workload
         for adapter in adapters:
             origin = catalogue.origin(adapter.id)
             try:
+                workload = native_workload(adapter, declared) if declared.settings == "native" else declared
                 adapter.check_compatible(workload, action_space)
                 entries = check_faithful(adapter, workload)
                 tolerance = check_grain(adapter, workload)
             except IncompatibleError as refusal:
                 if explicit:
                     raise
-                plan.refused.append(RefusedPair(workload, adapter.id, adapter.framework, str(refusal), origin))
+                plan.refused.append(RefusedPair(declared, adapter.id, adapter.framework, str(refusal), origin))
                 continue
             fidelity = tuple(entry.to_dict() for entry in entries)
             try:
@@ -157,6 +159,34 @@ def build_plan(
                                             adapter_reference(type(adapter)), fidelity, tuple(adapter.distributions),
                                             framework_modules=modules))
     return plan
+
+
+def native_workload(adapter: Adapter, workload: Workload) -> Workload:
+    """``workload`` in the native arm for ``adapter``: its task (env, budget, seeds, evaluation,
+    threshold) with the adapter's own recommended settings (:meth:`Adapter.recommended_settings`), the
+    native-only ones and their source in ``native``; refused (:class:`IncompatibleError`) when the
+    adapter recommends nothing for the env and algorithm, or what it recommends does not validate."""
+    where = f"adapter {adapter.id!r} cannot run workload {workload.id!r} in the native arm"
+    try:
+        recommended = adapter.recommended_settings(workload.env, workload.algorithm)
+    except IncompatibleError as refusal:
+        raise IncompatibleError(f"{where}: {refusal}") from None
+    except Exception as exc:  # noqa: BLE001 - a plugin's failure refuses its own pair only
+        raise IncompatibleError(f"{where}: its recommended_settings() failed ({type(exc).__name__}: {exc})") from None
+    if recommended is None:
+        raise IncompatibleError(f"{where}: it declares no recommended settings for {workload.algorithm} on "
+                                f"{workload.env}")
+    data = workload.to_dict()
+    data["hyperparameters"] = dict(recommended.hyperparameters)
+    if recommended.network is not None:
+        data["network"] = {**data["network"], **recommended.network}
+    if recommended.parallelism is not None:
+        data["parallelism"] = {**data["parallelism"], **recommended.parallelism}
+    data["native"] = {"source": recommended.source, "settings": dict(recommended.native)}
+    try:
+        return workload_from_dict(data, f"{adapter.id}'s recommended settings", {workload.algorithm: workload.family})
+    except InvalidWorkloadError as error:
+        raise IncompatibleError(f"{where}: its recommended settings do not validate ({error})") from None
 
 
 def check_grain(adapter: Adapter, workload: Workload) -> BudgetTolerance:

@@ -119,6 +119,9 @@ def report_view(report: Report) -> dict[str, Any]:
                        "cells": [estimate_text(matrix.aggregates[(cid, a)]["mean"]) if (cid, a) in matrix.aggregates
                                  else "missing" for a in adapters]})
     workloads_by_id = {row.workload: row for row in report.table("workloads").itertuples()}
+    fidelity_rows_all = report.table("fidelity")
+    native_sources = fidelity_rows_all[fidelity_rows_all["setting"] == "native.source"].drop_duplicates(
+        ["workload", "adapter"], keep="last")
     workloads = []
     for workload_id in matrix.workloads:
         spec = workloads_by_id.get(workload_id)
@@ -128,10 +131,12 @@ def report_view(report: Report) -> dict[str, Any]:
             if all(cell is None for cell in cells):
                 continue
             rows.append({"id": cid, "heading": _heading(matrix.criteria[cid]), "cells": [cell_text(c) for c in cells]})
+        sources = [f"{row.adapter}'s settings: {row.value}" for row in native_sources.itertuples()
+                   if row.workload == workload_id]
         workloads.append({
             "id": workload_id, "rows": rows,
             "description": "" if spec is None else str(spec.description or ""),
-            "facts": [] if spec is None else _workload_facts(spec),
+            "facts": [] if spec is None else [*_workload_facts(spec), *sources],
         })
     development = [{"id": cid, "heading": _heading(matrix.criteria[cid]),
                     "cells": [cell_text(matrix.cell(cid, a, ALL_WORKLOADS)) for a in adapters]} for cid in per_adapter]
@@ -277,7 +282,11 @@ def _workload_facts(spec: Any) -> list[str]:
     family = f" ({spec.family})" if isinstance(spec.family, str) else ""  # gradient or evolutionary
     facts = [f"environment {spec.env}, algorithm {spec.algorithm}{family}, "
              f"budget {format_number(spec.env_steps)} env steps"]
-    if spec.workers is not None:
+    if getattr(spec, "settings", None) == "native":
+        facts.append("native arm: each adapter runs its own recommended settings for this environment and "
+                     "algorithm (their sources and values: the fidelity report, settings native.*); the budget, "
+                     "evaluation and threshold are the workload's")
+    if spec.workers is not None and getattr(spec, "settings", None) != "native":
         facts.append(f"parallelism: {spec.workers} worker(s) x {spec.envs_per_worker} env(s), {spec.mode}, "
                      f"{spec.threads_per_worker} torch thread(s) per process")
     if spec.evaluation_episodes is not None:

@@ -227,11 +227,13 @@ def workloads_table(runs: pd.DataFrame, families: Families) -> pd.DataFrame:
             "mode": parallelism.get("mode"), "threads_per_worker": parallelism.get("threads_per_worker"),
             "evaluation_interval": evaluation.get("interval_steps"), "evaluation_episodes": evaluation.get("episodes"),
             "success_threshold": spec.get("success_threshold"),
+            # native: each adapter ran its own recommended settings (the sources are in the fidelity table)
+            "settings": spec.get("settings", "canonical"),
         })
     rows.sort(key=lambda r: str(r["workload"]))
     return _frame(rows, ("workload", "description", "env", "algorithm", "family", "env_steps", "seeds", "workers",
                          "envs_per_worker", "mode", "threads_per_worker", "evaluation_interval",
-                         "evaluation_episodes", "success_threshold"))
+                         "evaluation_episodes", "success_threshold", "settings"))
 
 
 def fidelity_table(runs: pd.DataFrame) -> pd.DataFrame:

@@ -36,6 +36,7 @@ A censored seed (``+inf``: the event never happened within the budget) scores 0.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -273,10 +274,26 @@ def split_stale_runs(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     if runs.empty:
         return runs, runs
     finished = pd.to_numeric(runs["finished_at"], errors="coerce").fillna(-np.inf)
-    latest = runs.assign(_finished=finished).sort_values("_finished", kind="stable")
-    current_digest = latest.groupby("workload_id")["workload_digest"].last()
-    is_current = runs["workload_digest"].to_numpy() == runs["workload_id"].map(current_digest).to_numpy()
+    # a native-arm workload is resolved per adapter (each its own recommended settings, so its own
+    # digest): its current spec is per (workload, adapter); a canonical one's is the workload's
+    spec_key = runs["workload_id"].astype(str)
+    if "workload_json" in runs.columns:
+        native = runs["workload_json"].map(_is_native).to_numpy(dtype=bool)
+        spec_key = spec_key.where(~native, spec_key + "\x00" + runs["adapter"].astype(str))
+    latest = runs.assign(_finished=finished, _spec=spec_key).sort_values("_finished", kind="stable")
+    current_digest = latest.groupby("_spec")["workload_digest"].last()
+    is_current = runs["workload_digest"].to_numpy() == spec_key.map(current_digest).to_numpy()
     return runs[is_current].reset_index(drop=True), runs[~is_current].reset_index(drop=True)
+
+
+def _is_native(text: Any) -> bool:
+    """Whether a run's recorded workload is a native-arm one (``settings = "native"``)."""
+    if not isinstance(text, str) or '"native"' not in text:
+        return False
+    try:
+        return json.loads(text).get("settings") == "native"
+    except (ValueError, AttributeError):
+        return False
 
 
 def score(

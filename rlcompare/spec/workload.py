@@ -153,6 +153,13 @@ class Workload(_Spec):
     success_threshold: Float | None = Field(
         None, description="Mean evaluation return counted as solving the task."
     )
+    settings: Literal["canonical", "native"] = Field(
+        "canonical", description="'canonical': these settings for every adapter (like for like); 'native': each "
+        "adapter's own recommended configuration for this env and algorithm (out of the box), resolved per adapter "
+        "when the matrix is planned; budget, evaluation and threshold stay the workload's.")
+    native: dict[str, Annotated[Any, Field()]] = Field(
+        default_factory=dict, max_length=64,
+        description="Filled when planning the native arm: the adapter's native-only settings and their source.")
     #: The family ``algorithm`` named, resolved once when the workload was validated.
     _family: AlgorithmFamily = PrivateAttr()
 
@@ -250,6 +257,11 @@ class Workload(_Spec):
         """The spec as JSON text, made once (a workload is frozen; every run of it records it)."""
         data = self.model_dump(mode="json")
         data["hyperparameters"] = self.hyperparameters.model_dump(mode="json")
+        # the arm's fields only where they say something: a canonical workload reads (and digests) as before
+        if data.get("settings") == "canonical":
+            data.pop("settings")
+        if not data.get("native"):
+            data.pop("native", None)
         return json.dumps(data)
 
     @functools.cached_property

@@ -191,6 +191,8 @@ class Study(_Strict):
         }
         if cell.success_threshold is not None:
             spec["success_threshold"] = cell.success_threshold
+        if arm == "native":  # each adapter's own settings, resolved when the matrix is planned
+            spec["settings"] = "native"
         for section in ("network", "parallelism", "evaluation"):
             if getattr(cell, section):
                 spec[section] = dict(getattr(cell, section))

@@ -7,6 +7,8 @@ subprocess, so ``workers x envs_per_worker`` processes (approximate when envs_pe
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rlcompare import hookimpl
@@ -17,6 +19,7 @@ from rlcompare.adapter import (
     FidelityEntry,
     ParityOutcome,
     ParityProbe,
+    Recommendation,
     Setting,
     TrainingResult,
     WorkloadLike,
@@ -144,6 +147,7 @@ class StableBaselines3Adapter(Adapter):
 
     def native_config(self, workload: WorkloadLike) -> tuple[dict[str, Any], list[FidelityEntry]]:
         kwargs, entries = map_settings(workload, SETTINGS[workload.algorithm])
+        entries = apply_native_settings(workload, kwargs, entries)
         net = workload.network
         hidden = list(net.hidden_sizes)
         if workload.algorithm in ("PPO", "A2C"):
@@ -158,6 +162,12 @@ class StableBaselines3Adapter(Adapter):
                              kwargs["policy_kwargs"]["activation_fn"]))
         entries.extend(self._parallelism_fidelity(workload))
         return kwargs, entries
+
+    def recommended_settings(self, env: str, algorithm: str) -> Recommendation | None:
+        """The RL Baselines3 Zoo's tuned entry, where the zoo is installed (:mod:`rlcompare_sb3.zoo`)."""
+        from rlcompare_sb3.zoo import recommendation
+
+        return recommendation(env, algorithm)
 
     def _parallelism_fidelity(self, workload: WorkloadLike) -> list[FidelityEntry]:
         par = workload.parallelism
@@ -200,6 +210,9 @@ class StableBaselines3Adapter(Adapter):
             if env.num_envs > 1:  # one draw per env (a plain NormalActionNoise gives every env the same draw)
                 noise = VectorizedActionNoise(noise, env.num_envs)
             kwargs["action_noise"] = noise
+        for key in SCHEDULED:  # the native arm's linear schedules, as the zoo builds them
+            if isinstance(kwargs.get(key), dict) and "linear_from" in kwargs[key]:
+                kwargs[key] = LinearSchedule(float(kwargs[key]["linear_from"]))
         algorithm_class = getattr(stable_baselines3, workload.algorithm)
         model = algorithm_class("MlpPolicy", env, seed=seed, device="cpu", verbose=0, policy_kwargs=policy_kwargs,
                                 **kwargs)
@@ -297,6 +310,48 @@ def trace_schedule(model: Any, algorithm: str, context: TrainingContext) -> None
             return polyak(params, target_params, tau)
 
         module.polyak_update = traced_polyak  # this process runs this one model
+
+
+#: Settings the native arm may schedule linearly (rl-zoo3's ``lin_<x>``).
+SCHEDULED = ("learning_rate", "clip_range")
+
+
+@dataclass(frozen=True)
+class LinearSchedule:
+    """rl_zoo3.utils.linear_schedule: ``progress_remaining x initial`` (1 at the start, 0 at the end)."""
+
+    initial: float
+
+    def __call__(self, progress_remaining: float) -> float:
+        return progress_remaining * self.initial
+
+
+def apply_native_settings(workload: WorkloadLike, kwargs: dict[str, Any],
+                          entries: list[FidelityEntry]) -> list[FidelityEntry]:
+    """The native arm's settings (``workload.native``, from :meth:`recommended_settings`) into SB3's
+    keyword arguments, each with a fidelity entry; the canonical setting a schedule replaces turns
+    approximate (canonically it is constant). A canonical workload: ``entries`` unchanged."""
+    native = getattr(workload, "native", None) or {}
+    if not native:
+        return entries
+    settings = dict(native.get("settings") or {})
+    entries = list(entries)
+    entries.append(entry("native.source", native.get("source", ""), Fidelity.EXACT, None, None,
+                         "where the native arm's settings come from"))
+    for key, value in sorted(settings.items()):
+        name = key.removesuffix("_schedule")
+        if key.endswith("_schedule") and value == "linear" and name in SCHEDULED and name in kwargs:
+            start = kwargs[name]
+            kwargs[name] = {"linear_from": start}
+            entries.append(entry(f"native.{key}", value, Fidelity.EXACT, name, f"linear_schedule({start})",
+                                 "rl_zoo3's lin_ schedule: progress_remaining x the initial value"))
+            entries = [dataclasses.replace(item, status=Fidelity.APPROXIMATE,
+                                           note=f"linear from {start} to 0 (native arm); canonically constant")
+                       if item.setting == f"hyperparameters.{name}" else item for item in entries]
+        else:
+            entries.append(entry(f"native.{key}", value, Fidelity.UNSUPPORTED, None, None,
+                                 "a native setting the SB3 adapter does not apply"))
+    return entries
 
 
 @hookimpl

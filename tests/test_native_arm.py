@@ -1,0 +1,199 @@
+"""The native arm (``settings = "native"``): each adapter's own recommended settings, resolved when the
+matrix is planned; SB3's from the RL Baselines3 Zoo's YAML, read as files; refusals that say why;
+digests and staleness per adapter; and one real SB3 run on the zoo's CartPole entry."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rlcompare.errors import IncompatibleError
+from rlcompare.execution.runner import LocalRunner
+from rlcompare.harness.contract import Recommendation
+from rlcompare.plan.matrix import build_plan, native_workload
+from rlcompare.plugins.manager import build_plugin_manager
+from rlcompare.scoring.engine import split_stale_runs
+from rlcompare.spec.workload import workload_from_dict
+from rlcompare.store.sqlite_store import Store
+from tests.conftest import run_cli
+
+
+def _workload(env: str = "CartPole-v1", algorithm: str = "PPO", **extra: object) -> object:
+    return workload_from_dict({"id": "native", "env": env, "algorithm": algorithm, "env_steps": 2048, "seeds": 1,
+                               "settings": "native", "evaluation": {"interval_steps": 1024, "episodes": 2},
+                               **extra}, "test")
+
+
+def _zoo(algorithm: str) -> dict:
+    spec = importlib.util.find_spec("rl_zoo3")
+    assert spec is not None and spec.submodule_search_locations, "rl-zoo3 is installed by make install"
+    folder = Path(next(iter(spec.submodule_search_locations))) / "hyperparams"
+    return yaml.safe_load((folder / f"{algorithm.lower()}.yml").read_text(encoding="utf-8"))
+
+
+# -- SB3's recommendations: the zoo's entries ----------------------------------------------------------
+
+
+def test_sb3_recommends_the_zoo_entry_in_canonical_terms_with_its_schedules_native() -> None:
+    from rlcompare_sb3 import StableBaselines3Adapter
+
+    entry = _zoo("PPO")["CartPole-v1"]
+    recommended = StableBaselines3Adapter().recommended_settings("CartPole-v1", "PPO")
+    assert recommended is not None and "rl_zoo3/hyperparams/ppo.yml, entry CartPole-v1" in recommended.source
+    hp = recommended.hyperparameters
+    assert (hp["rollout_steps"], hp["minibatch_size"], hp["epochs"]) == (entry["n_steps"], entry["batch_size"],
+                                                                        entry["n_epochs"])
+    assert (hp["gamma"], hp["gae_lambda"], hp["entropy_coef"]) == (entry["gamma"], entry["gae_lambda"], entry["ent_coef"])
+    assert entry["learning_rate"] == f"lin_{hp['learning_rate']}" and entry["clip_range"] == f"lin_{hp['clip_range']}"
+    assert recommended.native == {"learning_rate_schedule": "linear", "clip_range_schedule": "linear"}
+    assert recommended.parallelism == {"envs_per_worker": entry["n_envs"], "workers": 1}
+    assert recommended.network == {"hidden_sizes": [64, 64], "activation": "tanh"}  # SB3's MlpPolicy default
+
+
+def test_what_the_zoo_leaves_out_takes_sb3s_default_not_the_canonical_one() -> None:
+    from rlcompare_sb3 import StableBaselines3Adapter
+
+    adapter = StableBaselines3Adapter()
+    a2c = adapter.recommended_settings("CartPole-v1", "A2C")  # the zoo sets n_envs and ent_coef only
+    assert a2c is not None and a2c.hyperparameters == {"optimizer": "rmsprop", "entropy_coef": 0.0}
+    dqn = adapter.recommended_settings("CartPole-v1", "DQN")
+    assert dqn is not None and dqn.network == {"hidden_sizes": [256, 256], "activation": "relu"}  # its policy_kwargs
+    assert dqn.hyperparameters["train_every"] == 256 and dqn.hyperparameters["minibatch_size"] == 64
+    acrobot = adapter.recommended_settings("Acrobot-v1", "DQN")  # gradient_steps -1: one per env step
+    assert acrobot is not None and acrobot.hyperparameters["gradient_steps"] == acrobot.hyperparameters["train_every"]
+    td3 = adapter.recommended_settings("Pendulum-v1", "TD3")
+    assert td3 is not None and td3.hyperparameters["exploration_noise"] == 0.1 and td3.network["hidden_sizes"] == [400, 300]
+    assert adapter.recommended_settings("CartPole-v0", "PPO") is None  # no entry: the pair is refused
+
+
+def test_a_zoo_entry_with_settings_the_adapter_cannot_apply_is_refused_naming_them() -> None:
+    from rlcompare_sb3 import StableBaselines3Adapter
+
+    with pytest.raises(IncompatibleError, match="use_sde"):
+        StableBaselines3Adapter().recommended_settings("Pendulum-v1", "PPO")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=60))
+def test_policy_kwargs_are_read_never_evaluated(text: str) -> None:
+    from rlcompare_sb3.zoo import _policy_kwargs
+
+    try:
+        value = _policy_kwargs(text)
+    except (IncompatibleError, ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
+        return
+    assert isinstance(value, dict)
+
+
+def test_a_hostile_policy_kwargs_string_is_not_run(tmp_path: Path) -> None:
+    from rlcompare_sb3.zoo import _policy_kwargs
+
+    marker = tmp_path / "ran"
+    with pytest.raises((ValueError, IncompatibleError)):
+        _policy_kwargs(f"dict(net_arch=__import__('pathlib').Path({str(marker)!r}).touch())")
+    assert not marker.exists()
+
+
+# -- planning --------------------------------------------------------------------------------------
+
+
+def test_the_native_arm_resolves_each_adapters_settings_and_refuses_those_without() -> None:
+    catalogue = build_plugin_manager(autoload=False).plan_catalogue()
+    plan = build_plan(catalogue, [_workload()], ["sb3"])
+    [run] = plan.runs
+    assert run.workload.settings == "native" and run.workload.hyperparameters.rollout_steps == 32
+    assert run.workload.native["settings"] == {"learning_rate_schedule": "linear", "clip_range_schedule": "linear"}
+    fidelity = {item["setting"]: item for item in run.fidelity}
+    assert fidelity["native.learning_rate_schedule"]["status"] == "exact"
+    assert fidelity["hyperparameters.learning_rate"]["status"] == "approximate"  # canonically constant
+    everyone = build_plan(catalogue, [_workload()])
+    refused = {pair.adapter_id: pair.reason for pair in everyone.refused}
+    assert "declares no recommended settings for PPO on CartPole-v1" in refused["tianshou"]
+    assert {r.adapter_id for r in everyone.runs} == {"sb3"}
+    assert everyone.refused[0].workload.settings == "native"  # the declared workload, not a resolution
+    with pytest.raises(IncompatibleError, match="in the native arm"):
+        build_plan(catalogue, [_workload()], ["tianshou"])
+
+
+def test_recommended_settings_that_do_not_validate_refuse_the_pair_with_the_field() -> None:
+    from rlcompare_sb3 import StableBaselines3Adapter
+
+    class Careless(StableBaselines3Adapter):
+        id = "careless"
+
+        def recommended_settings(self, env: str, algorithm: str) -> Recommendation | None:
+            return Recommendation(source="a typo", hyperparameters={"learning_rate": -1.0})
+
+    class Broken(StableBaselines3Adapter):
+        id = "broken"
+
+        def recommended_settings(self, env: str, algorithm: str) -> Recommendation | None:
+            raise KeyError("CartPole-v1")
+
+    with pytest.raises(IncompatibleError, match="do not validate.*learning_rate"):
+        native_workload(Careless(), _workload())
+    with pytest.raises(IncompatibleError, match="recommended_settings\\(\\) failed \\(KeyError"):
+        native_workload(Broken(), _workload())
+
+
+def test_a_canonical_workload_digests_as_before_and_a_native_one_apart() -> None:
+    canonical = workload_from_dict({"id": "w", "env": "CartPole-v1", "algorithm": "PPO", "env_steps": 2048}, "test")
+    assert "settings" not in canonical.to_dict() and "native" not in canonical.to_dict()
+    explicit = workload_from_dict({**canonical.to_dict(), "settings": "canonical"}, "test")
+    assert explicit.digest == canonical.digest
+    native = workload_from_dict({**canonical.to_dict(), "settings": "native"}, "test")
+    assert native.digest != canonical.digest
+
+
+def test_native_runs_of_two_adapters_are_both_current_while_a_changed_canonical_spec_is_stale() -> None:
+    native = json.dumps({"settings": "native"})
+    runs = pd.DataFrame({
+        "run_id": ["n__a__s0", "n__b__s0", "c__a__s0", "c__b__s0"],
+        "workload_id": ["n", "n", "c", "c"], "adapter": ["a", "b", "a", "b"],
+        "workload_digest": ["da", "db", "old", "new"], "finished_at": [1.0, 2.0, 1.0, 2.0],
+        "workload_json": [native, native, "{}", "{}"],
+    })
+    current, stale = split_stale_runs(runs)
+    assert sorted(current["run_id"]) == ["c__b__s0", "n__a__s0", "n__b__s0"]
+    assert list(stale["run_id"]) == ["c__a__s0"]
+
+
+def test_a_native_workload_nobody_can_run_is_refused_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "w.toml").write_text('id = "pend"\nenv = "Pendulum-v1"\nalgorithm = "PPO"\nenv_steps = 2048\n'
+                                     'settings = "native"\n', encoding="utf-8")
+    done = run_cli(["run", "--workload", "w.toml", "--adapters", "sb3", "--store", "s.db"], cwd=tmp_path)
+    assert done.returncode == 2
+    [line] = [line for line in done.stderr.splitlines() if line.startswith("rlcompare: error:")]
+    assert "in the native arm" in line and "use_sde" in line
+    assert not (tmp_path / "s.db").exists()
+
+
+# -- one real run on the zoo's entry --------------------------------------------------------------
+
+
+@pytest.mark.framework
+def test_sb3_trains_the_zoo_entry_with_its_linear_schedules(tmp_path: Path) -> None:
+    catalogue = build_plugin_manager(autoload=False).plan_catalogue()
+    plan = build_plan(catalogue, [_workload()], ["sb3"])
+    store = Store(tmp_path / "runs.db")
+    [outcome] = LocalRunner(store, jobs=1, timeout_seconds=300).run(plan).outcomes
+    assert outcome.status == "ok", outcome.record.get("traceback")
+    run = store.runs_frame().iloc[0]
+    assert run["env_steps"] == 2048 == run["framework_env_steps"]  # 8 envs x 32 steps x 8 rollouts
+    native = json.loads(run["native_config_json"])
+    assert native["n_steps"] == 32 and native["batch_size"] == 256 and native["n_epochs"] == 20
+    # the schedules reached SB3 as callables, rl_zoo3's linear_schedule
+    assert native["learning_rate"] == "LinearSchedule(initial=0.001)"
+    assert native["clip_range"] == "LinearSchedule(initial=0.2)"
+    recorded = json.loads(run["workload_json"])
+    assert recorded["settings"] == "native" and "rl-zoo3" in recorded["native"]["source"]
+    assert dataclasses.asdict(Recommendation("x")) == {"source": "x", "hyperparameters": {}, "network": None,
+                                                       "parallelism": None, "native": {}}
