@@ -153,6 +153,15 @@ def test_a_canonical_workload_digests_as_before_and_a_native_one_apart() -> None
     assert native.digest != canonical.digest
 
 
+def test_a_canonical_workload_cannot_smuggle_native_settings(tmp_path: Path) -> None:
+    (tmp_path / "w.toml").write_text('id = "w"\nenv = "CartPole-v1"\nalgorithm = "PPO"\nenv_steps = 2048\n'
+                                     '[native.settings]\nlearning_rate_schedule = "linear"\n', encoding="utf-8")
+    done = run_cli(["plan", "--workload", "w.toml", "--adapters", "sb3"], cwd=tmp_path)
+    assert done.returncode == 2
+    [line] = [line for line in done.stderr.splitlines() if line.startswith("rlcompare: error:")]
+    assert "native" in line and "canonical workload has none" in line
+
+
 def test_native_runs_of_two_adapters_are_both_current_while_a_changed_canonical_spec_is_stale() -> None:
     native = json.dumps({"settings": "native"})
     runs = pd.DataFrame({

@@ -196,6 +196,15 @@ class Workload(_Spec):
         return self
 
     @model_validator(mode="after")
+    def _native_only_in_the_native_arm(self) -> Workload:
+        if self.native and self.settings != "native":
+            # native-only settings reach an adapter only where the native arm resolved them: a canonical
+            # workload carrying some would run other settings than it states
+            raise ValueError("field 'native': the native arm's resolved settings; a canonical workload has none "
+                             "(write settings = \"native\" and let the adapters recommend)")
+        return self
+
+    @model_validator(mode="after")
     def _consistent(self) -> Workload:
         if self.evaluation.interval_steps is None:
             resolved = self.evaluation.model_copy(update={"interval_steps": max(1, self.env_steps // 10)})
