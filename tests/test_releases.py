@@ -4,6 +4,7 @@ numpy releases, each built into an environment of its own and shown side by side
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
@@ -66,10 +67,16 @@ def test_an_adapter_given_twice_is_refused(plugins: object) -> None:
         parse_versions(["sb3=2.4.0", "sb3=2.7.0"], _adapters(plugins), ["sb3"])
 
 
+@functools.cache
+def _builtin_adapters() -> dict:
+    """The built-in adapters, looked up once for every generated example."""
+    return dict(build_plugin_manager(autoload=False).adapters)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=40))
 def test_any_option_text_is_parsed_or_refused_in_one_line(text: str) -> None:
-    adapters = build_plugin_manager(autoload=False).adapters
+    adapters = _builtin_adapters()
     try:
         releases = parse_versions([text], adapters, sorted(adapters))
     except UsageError as error:
