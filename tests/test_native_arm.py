@@ -175,6 +175,19 @@ def test_native_runs_of_two_adapters_are_both_current_while_a_changed_canonical_
     assert list(stale["run_id"]) == ["c__a__s0"]
 
 
+def test_a_refusal_is_history_once_the_pair_has_run_since() -> None:
+    runs = pd.DataFrame({
+        "run_id": ["w__a__s-1", "w__a__s0", "w__b__s-1", "v__a__s0", "v__a__s-1"],
+        "workload_id": ["w", "w", "w", "v", "v"], "adapter": ["a", "a", "b", "a", "a"],
+        "workload_digest": ["d", "d", "d", "e", "e"], "finished_at": [1.0, 2.0, 1.0, 1.0, 2.0],
+        "status": ["unsupported", "ok", "unsupported", "ok", "unsupported"], "seed": [-1, 0, -1, 0, -1],
+    })
+    current, stale = split_stale_runs(runs)
+    assert stale.empty and "w__a__s-1" not in set(current["run_id"])  # a's refusal of w came before its run
+    # b never ran w: its refusal stands; a refused v after running it: the newer refusal stands too
+    assert sorted(current["run_id"]) == ["v__a__s-1", "v__a__s0", "w__a__s0", "w__b__s-1"]
+
+
 def test_a_native_workload_nobody_can_run_is_refused_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "w.toml").write_text('id = "pend"\nenv = "Pendulum-v1"\nalgorithm = "PPO"\nenv_steps = 2048\n'
                                      'settings = "native"\n', encoding="utf-8")

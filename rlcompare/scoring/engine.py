@@ -283,7 +283,17 @@ def split_stale_runs(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     latest = runs.assign(_finished=finished, _spec=spec_key).sort_values("_finished", kind="stable")
     current_digest = latest.groupby("_spec")["workload_digest"].last()
     is_current = runs["workload_digest"].to_numpy() == spec_key.map(current_digest).to_numpy()
-    return runs[is_current].reset_index(drop=True), runs[~is_current].reset_index(drop=True)
+    superseded = np.zeros(len(runs), dtype=bool)
+    if "seed" in runs.columns and "status" in runs.columns:
+        # a pair refused once (its record: seed -1, unsupported) and run since: the refusal is history,
+        # neither a current record nor a run that did not count
+        refused = ((runs["status"].astype(str) == "unsupported") & (pd.to_numeric(runs["seed"], errors="coerce") < 0))
+        if refused.any():
+            pair = runs["workload_id"].astype(str) + "\x00" + runs["adapter"].astype(str)
+            last_started = finished[~refused.to_numpy()].groupby(pair[~refused.to_numpy()]).max()
+            superseded = refused.to_numpy() & (finished.to_numpy() < pair.map(last_started).fillna(-np.inf).to_numpy())
+    keep = ~superseded
+    return (runs[is_current & keep].reset_index(drop=True), runs[~is_current & keep].reset_index(drop=True))
 
 
 def _is_native(text: Any) -> bool:
