@@ -9,7 +9,6 @@ LaTeX and Markdown escape through ``finalize``. Text that is already valid in th
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -27,6 +26,7 @@ from rlcompare.reporting.tables import (
     missing_reasons,
     variant_settings,
 )
+from rlcompare.scoring.bootstrap import Estimate
 from rlcompare.scoring.criteria import ALL_WORKLOADS
 
 if TYPE_CHECKING:
@@ -210,7 +210,7 @@ def _releases_view(report: Report) -> list[dict[str, Any]]:
                 if isinstance(item.missing, str):
                     cells.append({"value": Safe("missing"), "change": "", "changed": False})
                     continue
-                value = estimate_text(_Estimate(item.point, item.low, item.high, int(item.n)))
+                value = estimate_text(Estimate(item.point, item.low, item.high, int(item.n)))
                 change: Safe | str = ""
                 if item.change is not None and item.change == item.change:
                     change = Safe(f"{'+' if item.change > 0 else ''}{format_number(item.change)}")
@@ -226,13 +226,6 @@ def _releases_view(report: Report) -> list[dict[str, Any]]:
                        "changes": sum(row["changed"] for row in rows)})
     return series
 
-
-@dataclasses.dataclass(frozen=True)
-class _Estimate:
-    point: float
-    low: float
-    high: float
-    n: int
 
 
 def _parity_view(report: Report) -> dict[str, Any]:
