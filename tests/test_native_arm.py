@@ -116,11 +116,11 @@ def test_the_native_arm_resolves_each_adapters_settings_and_refuses_those_withou
     assert fidelity["hyperparameters.learning_rate"]["status"] == "approximate"  # canonically constant
     everyone = build_plan(catalogue, [_workload()])
     refused = {pair.adapter_id: pair.reason for pair in everyone.refused}
-    assert "declares no recommended settings for PPO on CartPole-v1" in refused["tianshou"]
-    assert {r.adapter_id for r in everyone.runs} == {"sb3"}
+    assert "declares no recommended settings for PPO on CartPole-v1" in refused["skrl"]
+    assert {r.adapter_id for r in everyone.runs} == {"sb3", "tianshou"}  # the zoo's and Tianshou's own script
     assert everyone.refused[0].workload.settings == "native"  # the declared workload, not a resolution
     with pytest.raises(IncompatibleError, match="in the native arm"):
-        build_plan(catalogue, [_workload()], ["tianshou"])
+        build_plan(catalogue, [_workload()], ["skrl"])
 
 
 def test_recommended_settings_that_do_not_validate_refuse_the_pair_with_the_field() -> None:
@@ -219,3 +219,94 @@ def test_sb3_trains_the_zoo_entry_with_its_linear_schedules(tmp_path: Path) -> N
     assert recorded["settings"] == "native" and "rl-zoo3" in recorded["native"]["source"]
     assert dataclasses.asdict(Recommendation("x")) == {"source": "x", "hyperparameters": {}, "network": None,
                                                        "parallelism": None, "native": {}}
+
+
+# -- Tianshou's recommendations: its own test scripts ---------------------------------------------
+
+
+def _tianshou_fidelity(env: str, algorithm: str) -> dict[str, dict]:
+    catalogue = build_plugin_manager(autoload=False).plan_catalogue()
+    [run] = build_plan(catalogue, [_workload(env, algorithm)], ["tianshou"]).runs
+    return {item["setting"]: item for item in run.fidelity}
+
+
+@pytest.mark.parametrize(("env", "algorithm", "native"), [
+    ("Pendulum-v1", "TD3", {"n_step_return_horizon": 3, "actor_learning_rate": 1e-4, "actor_max_action": "env"}),
+    ("Pendulum-v1", "DDPG", {"n_step_return_horizon": 3, "actor_learning_rate": 1e-4, "actor_max_action": "env"}),
+    ("Pendulum-v1", "SAC", {"n_step_return_horizon": 3, "alpha_learning_rate": 3e-4, "conditioned_sigma": False}),
+    ("CartPole-v0", "DQN", {"n_step_return_horizon": 3, "huber_loss_delta": None, "max_grad_norm": None,
+                            "prefill_with_policy": True,
+                            "exploration_schedule": [[0, 0.1], [10_000, 0.1], [50_000, 0.01]]}),
+    ("CartPole-v1", "PPO", {"shared_network": True, "orthogonal_init": True, "optimizer_eps": 1e-8}),
+])
+def test_tianshou_recommends_its_test_script_and_applies_every_native_setting(env, algorithm, native) -> None:
+    from rlcompare_tianshou import TianshouAdapter
+
+    recommended = TianshouAdapter().recommended_settings(env, algorithm)
+    assert recommended is not None and recommended.native == native
+    assert "thu-ml/tianshou@1d579674 test/" in recommended.source
+    assert ("the script trains CartPole-v1" in recommended.source) == (env == "CartPole-v0")
+    fidelity = _tianshou_fidelity(env, algorithm)
+    for key in native:  # every native setting reached the config, each with an exact entry naming where
+        assert fidelity[f"native.{key}"]["status"] == "exact", fidelity[f"native.{key}"]
+        assert fidelity[f"native.{key}"]["native_name"]
+    assert "1d579674" in fidelity["native.source"]["value"]
+
+
+def test_a_canonical_setting_a_native_one_replaces_is_marked_approximate() -> None:
+    dqn = _tianshou_fidelity("CartPole-v0", "DQN")
+    for name in ("exploration_initial_eps", "exploration_final_eps", "exploration_fraction", "learning_starts"):
+        assert dqn[f"hyperparameters.{name}"]["status"] == "approximate"
+        assert "in the native arm with native." in dqn[f"hyperparameters.{name}"]["note"]
+    assert dqn["hyperparameters.gamma"]["status"] == "exact"
+    td3 = _tianshou_fidelity("Pendulum-v1", "TD3")
+    assert td3["hyperparameters.learning_rate"]["note"].endswith("native.actor_learning_rate")
+
+
+def test_a_native_setting_the_family_does_not_take_is_reported_unsupported() -> None:
+    from rlcompare_tianshou import TianshouAdapter
+
+    workload = workload_from_dict({"id": "w", "env": "CartPole-v1", "algorithm": "PPO", "env_steps": 2048,
+                                   "settings": "native", "native": {"source": "a test",
+                                                                     "settings": {"actor_learning_rate": 1e-4}}}, "t")
+    entries = {item.setting: item for item in TianshouAdapter().fidelity(workload)}
+    assert entries["native.actor_learning_rate"].status.value == "unsupported"
+
+
+def test_tianshou_refuses_the_scripts_it_cannot_run_naming_what_they_do() -> None:
+    from rlcompare_tianshou import TianshouAdapter
+
+    adapter = TianshouAdapter()
+    with pytest.raises(IncompatibleError, match="test_reinforce.py.*collection_step_num_episodes=8"):
+        adapter.recommended_settings("CartPole-v0", "PG")
+    with pytest.raises(IncompatibleError, match="test_a2c_with_il.py.*collection_step_num_episodes=16"):
+        adapter.recommended_settings("CartPole-v1", "A2C")
+    assert adapter.recommended_settings("Acrobot-v1", "DQN") is None  # no script for that environment
+    assert adapter.recommended_settings("Pendulum-v1", "PPO") is None  # the adapter's PPO is discrete only
+
+
+def test_the_scripts_epsilon_schedule_is_piecewise_linear_over_env_steps() -> None:
+    from rlcompare_tianshou import _piecewise_epsilon
+
+    epsilon = _piecewise_epsilon([[0, 0.1], [10_000, 0.1], [50_000, 0.01]])
+    assert [round(epsilon(steps), 6) for steps in (0, 9_999, 10_000, 30_000, 50_000, 90_000)] == \
+        [0.1, 0.1, 0.1, 0.055, 0.01, 0.01]
+
+
+@pytest.mark.framework
+def test_tianshou_trains_its_dqn_script_with_the_scripts_warm_up_and_epsilon(tmp_path: Path) -> None:
+    """The script's DQN: 640 warm-up steps by the exploring policy (not uniform random), epsilon 0.1
+    held (the schedule's first phase), 3-step targets, MSE loss, no clipping, four layers of 128."""
+    catalogue = build_plugin_manager(autoload=False).plan_catalogue()
+    workload = _workload("CartPole-v0", "DQN", env_steps=1_500, evaluation={"interval_steps": 750, "episodes": 2})
+    plan = build_plan(catalogue, [workload], ["tianshou"])
+    store = Store(tmp_path / "runs.db")
+    [outcome] = LocalRunner(store, jobs=1, timeout_seconds=300).run(plan).outcomes
+    assert outcome.status == "ok", outcome.record.get("traceback")
+    run = store.runs_frame().iloc[0]
+    native = json.loads(run["native_config_json"])
+    assert native["prefill"] == {"n_step": 640, "random": False}
+    assert native["algorithm"]["n_step_return_horizon"] == 3 and native["algorithm"]["huber_loss_delta"] is None
+    assert native["algorithm"]["max_grad_norm"] is None and native["network"]["hidden_sizes"] == [128] * 4
+    exploration = json.loads(run["schedule_json"])["exploration"]["samples"]
+    assert exploration and all(value == pytest.approx(0.1) for _, value in exploration)  # canonically 1.0 first

@@ -29,7 +29,7 @@ from rlcompare.execution.backend import Backend, Ending, cpus_needed
 from rlcompare.harness.calibration import CALIBRATED_ENV_ID, ideal_throughput
 from rlcompare.harness.protocol import CurvePoint, Origin, RunResult, RunSpec
 from rlcompare.harness.run_directory import RunDirectory, orphaned, remove_root_if_empty
-from rlcompare.harness.validity import judge_run
+from rlcompare.harness.validity import judge_run, solved_at
 from rlcompare.parity.schedules import schedule_differences
 from rlcompare.plan.matrix import Plan, PlannedRun, RefusedPair, run_id_for
 from rlcompare.spec.builtin_families import builtin_families
@@ -327,6 +327,8 @@ def build_record(planned: PlannedRun, ending: Ending, curve: Sequence[CurvePoint
             env_steps=steps, framework_env_steps=framework_steps, budget=workload.env_steps, tolerance=tolerance,
             evaluation_returns=[point.return_mean for point in curve],
             final_return=result.final_return_mean,
+            solved_at=solved_at([(point.grid_steps, point.env_steps, point.return_mean) for point in curve],
+                                workload.success_threshold, workload.stop_when_solved),
         )
         if not verdict.valid:
             status, error = "invalid", "; ".join(verdict.reasons)

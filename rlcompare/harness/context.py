@@ -8,10 +8,12 @@ progress file as it goes, so a run that crashes or times out keeps every finishe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,14 @@ from rlcompare.harness.machine_load import LoadSample
 from rlcompare.harness.protocol import CurvePoint
 from rlcompare.harness.schedule import ScheduleTrace
 from rlcompare.harness.workload_view import WorkloadLike
+
+
+class SolvedStop(BaseException):  # noqa: N818 - a stop, not an error
+    """Raised by :meth:`TrainingContext.checkpoint` when a workload with ``stop_when_solved`` reaches its
+    success threshold: it unwinds the framework's training loop from inside its own callback, so every
+    adapter stops there without code of its own. A ``BaseException`` (as ``KeyboardInterrupt`` is), so a
+    framework's ``except Exception`` around its callbacks does not swallow it; the worker catches it and
+    finishes the run with the policy that solved."""
 
 
 class TrainingContext:
@@ -59,6 +69,10 @@ class TrainingContext:
         self._training_stopped: float | None = None
         self.torch_threads: int | None = None
         self.schedule = ScheduleTrace()
+        #: Where a ``stop_when_solved`` workload stopped: the policy that solved and the framework's count.
+        self.solved_policy: Policy | None = None
+        self.solved_framework_env_steps: int | None = None
+        self.solved_at: int | None = None
 
     # -- for adapters ------------------------------------------------------------------------------
 
@@ -99,13 +113,46 @@ class TrainingContext:
         Cheap when nothing is due; call it after every environment step or rollout. A grid point is
         evaluated at the first update boundary at or after it (:class:`EvaluationGrid`): once an
         update traced with ``trace("update")`` at or after the point has happened.
+
+        With ``stop_when_solved``, an evaluation that reaches the success threshold ends training: the
+        clock stops and :class:`SolvedStop` is raised (the worker keeps ``policy`` as the trained one).
         """
+        if self.solved_at is not None:  # solved: training is over (an asynchronous loop may still call)
+            return False
         steps = self.env_steps
         grid_point = self.grid.due(steps, self.updates, self._last_update_at)
         if grid_point is None:
             return False
         self._evaluate(policy, steps, framework_env_steps, grid_point)
+        if grid_point > 0 and self._solved():
+            self.stop_training()
+            self.solved_policy = policy
+            self.solved_framework_env_steps = framework_env_steps
+            self.solved_at = steps
+            raise SolvedStop(f"solved at {steps} env steps")
         return True
+
+    @property
+    def solved(self) -> bool:
+        """Whether a ``stop_when_solved`` workload reached its threshold (training is over)."""
+        return self.solved_at is not None
+
+    @contextlib.contextmanager
+    def until_solved(self) -> Iterator[None]:
+        """Around a framework's own training loop: the :class:`SolvedStop` a checkpoint inside it raises
+        ends the loop here, and the adapter goes on as after a full budget (closing what it built,
+        returning its step count and native configuration). Without it the worker catches the stop."""
+        try:
+            yield
+        except SolvedStop:
+            pass
+
+    def _solved(self) -> bool:
+        # never at grid point 0 (called from checkpoint with grid_point > 0): an untrained policy at the
+        # threshold says it is too low or the policy lucky, not that training solved the task
+        threshold = self.workload.success_threshold
+        return (bool(getattr(self.workload, "stop_when_solved", False)) and threshold is not None
+                and self.curve[-1].return_mean >= float(threshold))
 
     def trace(self, event: str, value: float | None = None) -> None:
         """Record a training event at the harness's current env-step count: ``gradient_step``,

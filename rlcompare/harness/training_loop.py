@@ -40,8 +40,9 @@ def train_with_setup(setup: TrainingSetup, context: TrainingContext) -> Training
     policy = setup.policy_fn(context.deterministic)
     context.start_training()
     try:
-        context.checkpoint(policy, 0)
-        setup.run(lambda framework_steps: context.checkpoint(policy, framework_steps))
+        with context.until_solved():  # a stop_when_solved workload ends at its solving evaluation
+            context.checkpoint(policy, 0)
+            setup.run(lambda framework_steps: context.checkpoint(policy, framework_steps))
     finally:
         context.stop_training()
         setup.close()

@@ -143,10 +143,14 @@ def judge_run(
     tolerance: BudgetTolerance,
     evaluation_returns: Sequence[float],
     final_return: float | None,
+    solved_at: int | None = None,
 ) -> Verdict:
     """Judge a run that finished without an error.
 
     ``evaluation_returns`` are the mean returns of its evaluation points (the final one included).
+    ``solved_at``: for a workload with ``stop_when_solved``, the env steps of the run's first evaluation
+    at the success threshold (:func:`solved_at`); the run may end there, short of its budget, or up to
+    one budget grain after it (a loop that stops asynchronously).
     """
     steps = int(env_steps or 0)
     checks = [Check("steps", steps > 0, f"the harness counted {steps} env steps" if steps <= 0
@@ -154,7 +158,13 @@ def judge_run(
 
     low, high = budget - tolerance.overshoot_steps, budget + tolerance.overshoot_steps
     within = low <= steps <= high
-    if within:
+    stopped_when_solved = (not within and solved_at is not None
+                           and solved_at <= steps <= min(high, solved_at + tolerance.overshoot_steps))
+    if stopped_when_solved:
+        detail = (f"{steps} env steps: stopped when solved (an evaluation at {solved_at} env steps reached the "
+                  f"threshold), short of the budget of {budget}")
+        within = True
+    elif within:
         detail = f"{steps} env steps for a budget of {budget} (allowed {max(0, low)}..{high})"
     else:
         side = "past" if steps > high else "short of"
@@ -183,3 +193,18 @@ def judge_run(
                         "every evaluation return is finite" if not bad
                         else f"{len(bad)} evaluation returns are not finite numbers"))
     return Verdict(tuple(checks))
+
+
+def solved_at(points: Sequence[tuple[int | None, int, float]], threshold: float | None,
+              stop_when_solved: bool) -> int | None:
+    """The env steps of the first evaluation past grid point 0 whose mean return reaches ``threshold``, for
+    a workload with ``stop_when_solved`` (``points``: (grid point or None, env steps, mean return) in
+    curve order; the untrained policy's evaluation never counts); else None. Read from the harness's own
+    curve, so an adapter cannot claim a stop it did not earn."""
+    if not stop_when_solved or threshold is None:
+        return None
+    for grid, steps, mean in points:
+        past_start = (grid if grid is not None else steps) > 0
+        if past_start and mean is not None and math.isfinite(float(mean)) and float(mean) >= float(threshold):
+            return int(steps)
+    return None

@@ -30,7 +30,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from rlcompare.harness.contract import Adapter
+from rlcompare.harness.contract import Adapter, TrainingResult
 from rlcompare.harness.driver_watch import ATTEMPT_ENV, watch_driver
 from rlcompare.harness.framework_import import measure_in_this_interpreter
 from rlcompare.harness.host import distribution_versions, host_info, loaded_versions
@@ -54,7 +54,7 @@ def load_adapter_class(reference: str) -> type[Adapter]:
 
 def run_spec(spec: RunSpec) -> RunResult:
     """Train and evaluate one run as ``spec`` says; return its result."""
-    from rlcompare.harness.context import TrainingContext  # numpy and gymnasium: after the timed import
+    from rlcompare.harness.context import SolvedStop, TrainingContext  # numpy, gymnasium: after the timed import
 
     workload = workload_view(spec.workload, spec.workload_derived)
     adapter = load_adapter_class(spec.adapter_class)()
@@ -62,7 +62,13 @@ def run_spec(spec: RunSpec) -> RunResult:
                        versions=distribution_versions(spec.distributions), fidelity=spec.fidelity)
     context = TrainingContext(workload, spec.seed, spec.run_dir, launched_at=spec.launched_at)
     try:
-        outcome = adapter.train(workload, context)
+        try:
+            outcome = adapter.train(workload, context)
+        except SolvedStop:
+            # stop_when_solved: the evaluation that solved is the run's last; its policy is the trained one
+            assert context.solved_policy is not None
+            outcome = TrainingResult(policy=context.solved_policy,
+                                     framework_env_steps=context.solved_framework_env_steps)
         context.stop_training()
         final = context.final_evaluation(outcome.policy, outcome.framework_env_steps)
         result = dataclasses.replace(

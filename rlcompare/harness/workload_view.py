@@ -63,6 +63,8 @@ class WorkloadLike(Protocol):
     @property
     def success_threshold(self) -> float | None: ...
     @property
+    def stop_when_solved(self) -> bool: ...
+    @property
     def family(self) -> FamilyLike: ...
     @property
     def rollout_env_steps(self) -> int: ...
@@ -227,6 +229,7 @@ def workload_view(data: Mapping[str, Any], derived: Mapping[str, Any] | None = N
     hyperparameters.setdefault("algorithm", values["algorithm"])  # as on the validated model
     values["hyperparameters"] = hyperparameters
     values.setdefault("env_kwargs", {})
+    values.setdefault("stop_when_solved", False)  # omitted from the JSON where it is False
     if derived is not None:
         values["derived"] = dict(derived)
     return WorkloadView(values)

@@ -153,6 +153,11 @@ class Workload(_Spec):
     success_threshold: Float | None = Field(
         None, description="Mean evaluation return counted as solving the task."
     )
+    stop_when_solved: bool = Field(
+        False, description="Stop each run at its first evaluation whose mean return reaches success_threshold "
+        "(a seconds-to-solve measurement needs nothing after it): the harness ends training there and the run "
+        "is valid short of its budget. For seconds- or steps-to-solve measurements: its final return is then the "
+        "solving evaluation's and its curve ends there, so the return criteria say less than after a full budget.")
     settings: Literal["canonical", "native"] = Field(
         "canonical", description="'canonical': these settings for every adapter (like for like); 'native': each "
         "adapter's own recommended configuration for this env and algorithm (out of the box), resolved per adapter "
@@ -202,6 +207,12 @@ class Workload(_Spec):
             # workload carrying some would run other settings than it states
             raise ValueError("field 'native': the native arm's resolved settings; a canonical workload has none "
                              "(write settings = \"native\" and let the adapters recommend)")
+        return self
+
+    @model_validator(mode="after")
+    def _stop_needs_a_threshold(self) -> Workload:
+        if self.stop_when_solved and self.success_threshold is None:
+            raise ValueError("field 'stop_when_solved': needs success_threshold (the return that counts as solved)")
         return self
 
     @model_validator(mode="after")
@@ -271,6 +282,8 @@ class Workload(_Spec):
             data.pop("settings")
         if not data.get("native"):
             data.pop("native", None)
+        if not data.get("stop_when_solved"):
+            data.pop("stop_when_solved", None)
         return json.dumps(data)
 
     @functools.cached_property

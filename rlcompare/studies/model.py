@@ -76,6 +76,8 @@ class Cell(_Strict):
     network: dict[str, Any] = Field(default_factory=dict)
     parallelism: dict[str, Any] = Field(default_factory=dict)
     evaluation: dict[str, Any] = Field(default_factory=dict)
+    #: End each run at its first evaluation at the threshold (a seconds-to-solve table needs nothing after).
+    stop_when_solved: bool = False
     #: How the cell departs from the publication's setting (an environment version, a threshold rule).
     note: str = Field("", max_length=2_000)
 
@@ -85,6 +87,12 @@ class Cell(_Strict):
         return _identifier(value, "cell id")
 
     _finite = field_validator("success_threshold")(_finite_number)
+
+    @model_validator(mode="after")
+    def _stop_needs_a_threshold(self) -> Cell:
+        if self.stop_when_solved and self.success_threshold is None:
+            raise ValueError(f"cell {self.id!r} field 'stop_when_solved': needs success_threshold")
+        return self
 
 
 class PublishedRow(_Strict):
@@ -191,6 +199,8 @@ class Study(_Strict):
         }
         if cell.success_threshold is not None:
             spec["success_threshold"] = cell.success_threshold
+        if cell.stop_when_solved:
+            spec["stop_when_solved"] = True
         if arm == "native":  # each adapter's own settings, resolved when the matrix is planned
             spec["settings"] = "native"
         for section in ("network", "parallelism", "evaluation"):

@@ -161,11 +161,12 @@ class EvoTorchAdapter(Adapter):
             searcher = PGPE(problem, **native["PGPE"])
             discrete = problem._act_space.__class__.__name__ == "Discrete"
             context.start_training()
-            context.checkpoint(_policy(problem, searcher, discrete), 0)  # grid point 0, before any generation
-            while problem.interaction_count < workload.env_steps:
-                searcher.step()  # one generation: sample, evaluate (in actors when workers > 1), update
-                context.trace("update")  # the generation's update: evaluations are placed after it
-                context.checkpoint(_policy(problem, searcher, discrete), problem.interaction_count)
+            with context.until_solved():  # a stop_when_solved workload ends at its solving evaluation
+                context.checkpoint(_policy(problem, searcher, discrete), 0)  # grid point 0, before any generation
+                while problem.interaction_count < workload.env_steps:
+                    searcher.step()  # one generation: sample, evaluate (in actors when workers > 1), update
+                    context.trace("update")  # the generation's update: evaluations are placed after it
+                    context.checkpoint(_policy(problem, searcher, discrete), problem.interaction_count)
             context.stop_training()
             policy = _policy(problem, searcher, discrete)
             steps = int(problem.interaction_count)

@@ -376,15 +376,16 @@ class RLlibAdapter(Adapter):
             remote_epsilon = trace_schedule(algorithm, context)
             framework_steps = 0
             context.start_training()
-            context.checkpoint(policy, 0)  # the untrained policy: grid point 0, before any update, as for all
-            while framework_steps < workload.env_steps:
-                last_iterations(algorithm, workload, framework_steps)
-                result = algorithm.train()
-                framework_steps = int(result["env_runners"]["num_env_steps_sampled_lifetime"])
-                epsilon = remote_epsilon() if remote_epsilon is not None else None
-                if epsilon is not None:
-                    context.trace("exploration", epsilon)
-                context.checkpoint(policy, framework_steps)
+            with context.until_solved():  # a stop_when_solved workload ends at its solving evaluation
+                context.checkpoint(policy, 0)  # the untrained policy: grid point 0, before any update, as for all
+                while framework_steps < workload.env_steps:
+                    last_iterations(algorithm, workload, framework_steps)
+                    result = algorithm.train()
+                    framework_steps = int(result["env_runners"]["num_env_steps_sampled_lifetime"])
+                    epsilon = remote_epsilon() if remote_epsilon is not None else None
+                    if epsilon is not None:
+                        context.trace("exploration", epsilon)
+                    context.checkpoint(policy, framework_steps)
             context.stop_training()
             full = {key: value for key, value in config.to_dict().items() if _is_plain(value)}
             native = {"algorithm": self.algorithm_name(workload), **self.native_config(workload)[0],

@@ -294,8 +294,10 @@ class SampleFactoryAdapter(Adapter):
                 schedule.observe(framework_steps, run.learner_train_steps())
                 run.remember_model()
                 if run.policy_ready:
-                    context.checkpoint(run.policy_fn(context.deterministic), framework_steps)
-                return context.budget_reached
+                    # stop_when_solved: the solving evaluation ends the run (asynchronously, like the budget)
+                    with context.until_solved():
+                        context.checkpoint(run.policy_fn(context.deterministic), framework_steps)
+                return context.budget_reached or context.solved
 
             run.train(on_learner_steps)
             # optimizer steps the learner made after its last report (async: while the run stopped)

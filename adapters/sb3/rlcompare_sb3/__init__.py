@@ -246,7 +246,8 @@ class StableBaselines3Adapter(Adapter):
         trace_schedule(model, workload.algorithm, context)
         context.start_training()
         try:
-            model.learn(total_timesteps=workload.env_steps, callback=HarnessCallback())
+            with context.until_solved():  # a stop_when_solved workload ends at its solving evaluation
+                model.learn(total_timesteps=workload.env_steps, callback=HarnessCallback())
         finally:
             context.stop_training()
             env.close()

@@ -41,6 +41,7 @@ from rlcompare.adapter import (
     Judge,
     ParityOutcome,
     ParityProbe,
+    Recommendation,
     Setting,
     TrainingResult,
     WorkloadLike,
@@ -398,7 +399,13 @@ class TianshouAdapter(Adapter):
         venv, venv_entries = _parallelism(workload)
         config["venv"] = venv
         entries.extend(venv_entries)
-        return config, entries
+        return config, apply_native_settings(workload, config, entries)
+
+    def recommended_settings(self, env: str, algorithm: str) -> Recommendation | None:
+        """Tianshou's own test script for the family and environment (:mod:`rlcompare_tianshou.examples`)."""
+        from rlcompare_tianshou.examples import recommendation
+
+        return recommendation(env, algorithm)
 
     def fidelity(self, workload: WorkloadLike) -> list[FidelityEntry]:
         entries = self.native_config(workload)[1]
@@ -431,6 +438,59 @@ class TianshouAdapter(Adapter):
 @hookimpl
 def rlcompare_register_adapters(register: Register) -> None:
     register.add_adapter(TianshouAdapter)
+
+
+#: The native arm's settings (:mod:`rlcompare_tianshou.examples`): key -> (the families it applies to, where it
+#: goes in the config as "component.keyword", the canonical settings it replaces).
+NATIVE_SETTINGS: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
+    "n_step_return_horizon": (("DQN", "SAC", "TD3", "DDPG"), "algorithm.n_step_return_horizon", ()),
+    "huber_loss_delta": (("DQN",), "algorithm.huber_loss_delta", ()),
+    "max_grad_norm": (("DQN",), "algorithm.max_grad_norm", ("max_grad_norm",)),
+    "actor_learning_rate": (("TD3", "DDPG"), "actor_optim.lr", ("learning_rate",)),
+    "alpha_learning_rate": (("SAC",), "alpha_optim.lr", ("learning_rate",)),
+    "optimizer_eps": (("PPO", "A2C", "PG"), "optim.eps", ("learning_rate",)),
+    "actor_max_action": (("TD3", "DDPG"), "policy.actor_max_action", ("exploration_noise",)),
+    "conditioned_sigma": (("SAC",), "actor.conditioned_sigma", ()),
+    "exploration_schedule": (("DQN",), "exploration.schedule",
+                             ("exploration_initial_eps", "exploration_final_eps", "exploration_fraction")),
+    "prefill_with_policy": (("DQN", "SAC", "TD3", "DDPG"), "prefill.random", ("learning_starts",)),
+    "shared_network": (("PPO", "A2C"), "network.shared", ()),
+    "orthogonal_init": (("PPO", "A2C"), "network.orthogonal_init", ()),
+}
+
+
+def apply_native_settings(workload: WorkloadLike, config: dict[str, dict[str, Any]],
+                          entries: list[FidelityEntry]) -> list[FidelityEntry]:
+    """The native arm's settings (``workload.native``, from :meth:`TianshouAdapter.recommended_settings`) into
+    the config, each with a fidelity entry; a canonical setting one replaces turns approximate. A canonical
+    workload: ``entries`` unchanged."""
+    import dataclasses
+
+    from rlcompare_tianshou.examples import NATIVE_NOTES
+
+    native = getattr(workload, "native", None) or {}
+    if not native:
+        return entries
+    entries = [*entries, entry("native.source", native.get("source", ""), Fidelity.EXACT, None, None,
+                               "where the native arm's settings come from")]
+    replaced: dict[str, str] = {}
+    for key, value in sorted(dict(native.get("settings") or {}).items()):
+        families, target, replaces = NATIVE_SETTINGS.get(key, ((), "", ()))
+        if workload.algorithm not in families:
+            entries.append(entry(f"native.{key}", value, Fidelity.UNSUPPORTED, None, None,
+                                 f"a native setting the Tianshou adapter does not apply to {workload.algorithm}"))
+            continue
+        component, keyword = target.split(".", 1)
+        applied = (not value) if key == "prefill_with_policy" else value
+        if component in ("actor_optim", "alpha_optim"):
+            config[component] = {**config["optim"], keyword: applied}
+        else:
+            config.setdefault(component, {})[keyword] = applied
+        entries.append(entry(f"native.{key}", value, Fidelity.EXACT, target, applied, NATIVE_NOTES.get(key, "")))
+        replaced.update({f"hyperparameters.{name}": key for name in replaces})
+    return [dataclasses.replace(item, status=Fidelity.APPROXIMATE,
+                                note=f"{item.note}; in the native arm with native.{replaced[item.setting]}")
+            if item.setting in replaced and item.status is Fidelity.EXACT else item for item in entries]
 
 
 def _fixed_choices(algorithm: str) -> tuple[dict[str, Any], str]:
@@ -509,6 +569,8 @@ class TianshouSetup:
     prefill_steps: int
     epsilon: Callable[[int], float] | None
     native: dict[str, Any] = field(default_factory=dict)
+    #: The warm-up's actions: uniform random (canonical), or the exploring policy's (a native setting).
+    prefill_random: bool = True
 
     @property
     def policy(self) -> Any:
@@ -525,9 +587,14 @@ class TianshouSetup:
 
         budget = self.workload.env_steps
         on_collect(self.env_steps)
-        if self.prefill_steps:
+        if self.prefill_steps and self.prefill_random:
             # off-policy warm-up: uniform random actions, no updates (SB3's learning_starts)
             self.collector.collect(n_step=min(self.prefill_steps, budget), random=True)
+        elif self.prefill_steps:  # the native arm's warm-up by the exploring policy, no updates
+            from tianshou.utils.torch_utils import policy_within_training_step
+
+            with policy_within_training_step(self.policy):
+                self.collector.collect(n_step=min(self.prefill_steps, budget))
         remaining = budget - self.env_steps
         if remaining <= 0:
             return
@@ -652,7 +719,8 @@ def build(workload: WorkloadLike, config: dict[str, dict[str, Any]], env_fns: Se
         prefill = config["prefill"]["n_step"]
         if workload.algorithm == "DQN":
             algorithm = _build_dqn(workload, config, algorithm_kwargs, observation_space, action_space)
-            epsilon = _linear_epsilon(config["exploration"], workload.env_steps)
+            epsilon = (_piecewise_epsilon(config["exploration"]["schedule"]) if "schedule" in config["exploration"]
+                       else _linear_epsilon(config["exploration"], workload.env_steps))
             algorithm.policy.set_eps_training(epsilon(0))
             exploration_noise = True  # epsilon-greedy is applied by the collector
         elif workload.algorithm in DETERMINISTIC:
@@ -671,7 +739,8 @@ def build(workload: WorkloadLike, config: dict[str, dict[str, Any]], env_fns: Se
         "collector_exploration_noise": exploration_noise,
         "numba_cache": numba_cache,
     }
-    return TianshouSetup(workload, algorithm, collector, trainer_params, prefill, epsilon, native)
+    return TianshouSetup(workload, algorithm, collector, trainer_params, prefill, epsilon, native,
+                         prefill_random=bool(config.get("prefill", {}).get("random", True)))
 
 
 def trace_schedule(setup: TianshouSetup, context: TrainingContext) -> None:
@@ -745,16 +814,31 @@ def _linear_epsilon(schedule: dict[str, Any], budget: int) -> Callable[[int], fl
     return epsilon
 
 
+def _piecewise_epsilon(points: Sequence[Sequence[float]]) -> Callable[[int], float]:
+    """Epsilon linear between ``(env steps, eps)`` points, flat before the first and after the last."""
+    import numpy as np
+
+    steps = [float(point[0]) for point in points]
+    values = [float(point[1]) for point in points]
+
+    def epsilon(env_steps: int) -> float:
+        return float(np.interp(env_steps, steps, values))
+
+    return epsilon
+
+
 def _activation(workload: WorkloadLike) -> Any:
     import torch
 
     return getattr(torch.nn, ACTIVATIONS[workload.network.activation])
 
 
-def _optim_factory(config: dict[str, dict[str, Any]]) -> Any:
+def _optim_factory(config: dict[str, dict[str, Any]], component: str = "optim") -> Any:
+    """The optimizer ``config[component]`` describes (``actor_optim``, ``alpha_optim``: the native arm's own
+    step sizes; absent, the shared ``optim``)."""
     from tianshou.algorithm.optim import AdamOptimizerFactory, RMSpropOptimizerFactory
 
-    optim = dict(config["optim"])
+    optim = dict(config.get(component) or config["optim"])
     name = optim.pop("class")
     factory_class = RMSpropOptimizerFactory if name == "RMSpropOptimizerFactory" else AdamOptimizerFactory
     return factory_class(**optim)
@@ -782,7 +866,17 @@ def _build_on_policy(workload: WorkloadLike, config: dict[str, dict[str, Any]], 
 
         pg_kwargs = {**kwargs, "return_standardization": kwargs.get("return_standardization") == "running"}
         return Reinforce(policy=policy, optim=_optim_factory(config), **pg_kwargs)
-    critic = DiscreteCritic(preprocess_net=Net(state_shape=obs_shape, hidden_sizes=hidden, activation=activation))
+    network = config["network"]
+    trunk = actor.preprocess if network.get("shared") else Net(state_shape=obs_shape, hidden_sizes=hidden,
+                                                                  activation=activation)
+    critic = DiscreteCritic(preprocess_net=trunk)
+    if network.get("orthogonal_init"):
+        import torch
+
+        for module in (*actor.modules(), *critic.modules()):
+            if isinstance(module, torch.nn.Linear):
+                torch.nn.init.orthogonal_(module.weight)
+                torch.nn.init.zeros_(module.bias)
     algorithm_class = PPO if workload.algorithm == "PPO" else A2C
     return algorithm_class(policy=policy, critic=critic, optim=_optim_factory(config), **kwargs)
 
@@ -797,6 +891,10 @@ def _build_dqn(workload: WorkloadLike, config: dict[str, dict[str, Any]], kwargs
     policy = DiscreteQLearningPolicy(model=model, action_space=action_space, observation_space=observation_space)
     kwargs = dict(kwargs)
     max_grad_norm = kwargs.pop("max_grad_norm")
+    if max_grad_norm is None:  # the native arm: Tianshou's DQN as it is, unclipped
+        from tianshou.algorithm import DQN
+
+        return DQN(policy=policy, optim=_optim_factory(config), **kwargs)
     return _clipped_dqn_class(max_grad_norm)(policy=policy, optim=_optim_factory(config), **kwargs)
 
 
@@ -828,7 +926,8 @@ def _build_sac(workload: WorkloadLike, config: dict[str, dict[str, Any]], kwargs
         preprocess_net=Net(state_shape=obs_shape, hidden_sizes=hidden, activation=activation),
         action_shape=act_shape,
         unbounded=True,  # SAC squashes with tanh itself
-        conditioned_sigma=True,  # state-dependent log-std, clamped to [-20, 2] as in SB3
+        # state-dependent log-std, clamped to [-20, 2] as in SB3 (the native arm may say otherwise)
+        conditioned_sigma=bool(config.get("actor", {}).get("conditioned_sigma", True)),
     )
 
     def critic() -> Any:
@@ -839,7 +938,8 @@ def _build_sac(workload: WorkloadLike, config: dict[str, dict[str, Any]], kwargs
     kwargs = dict(kwargs)
     optim = _optim_factory(config)
     if isinstance(kwargs["alpha"], str):  # 'auto', spelled out by _alpha for the report
-        kwargs["alpha"] = AutoAlpha(target_entropy=-float(np.prod(act_shape)), log_alpha=0.0, optim=optim)
+        kwargs["alpha"] = AutoAlpha(target_entropy=-float(np.prod(act_shape)), log_alpha=0.0,
+                                    optim=_optim_factory(config, "alpha_optim"))
     return SAC(policy=policy, policy_optim=optim, critic=critic(), critic_optim=optim, critic2=critic(),
                critic2_optim=optim, **kwargs)
 
@@ -859,6 +959,7 @@ def _build_deterministic(workload: WorkloadLike, config: dict[str, dict[str, Any
                          observation_space: Any, action_space: Any) -> Any:
     """Tianshou's TD3 or DDPG: a tanh deterministic actor, one critic (DDPG) or two (TD3), Gaussian
     exploration noise on the action scaled to [-1, 1]."""
+    import numpy as np
     from tianshou.algorithm import DDPG, TD3
     from tianshou.algorithm.modelfree.ddpg import ContinuousDeterministicPolicy
     from tianshou.exploration import GaussianNoise
@@ -871,7 +972,9 @@ def _build_deterministic(workload: WorkloadLike, config: dict[str, dict[str, Any
     actor = ContinuousActorDeterministic(
         preprocess_net=Net(state_shape=obs_shape, hidden_sizes=hidden, activation=activation),
         action_shape=act_shape,
-        max_action=1.0,  # tanh output in [-1, 1]; the policy scales it to [low, high] (as SB3's actor)
+        # tanh output in [-1, 1]; the policy scales it to [low, high] (as SB3's actor). The native arm may
+        # scale it to the env's bound first, as Tianshou's scripts do (the policy then clips it to [-1, 1])
+        max_action=(float(np.max(action_space.high)) if config["policy"].get("actor_max_action") == "env" else 1.0),
     )
 
     def critic() -> Any:
@@ -882,8 +985,8 @@ def _build_deterministic(workload: WorkloadLike, config: dict[str, dict[str, Any
         actor=actor, exploration_noise=GaussianNoise(mu=0.0, sigma=float(policy_config["exploration_noise"])),
         action_space=action_space, observation_space=observation_space,
         action_scaling=policy_config["action_scaling"], action_bound_method=policy_config["action_bound_method"])
-    optim = _optim_factory(config)
+    optim, actor_optim = _optim_factory(config), _optim_factory(config, "actor_optim")
     if workload.algorithm == "TD3":
-        return TD3(policy=policy, policy_optim=optim, critic=critic(), critic_optim=optim, critic2=critic(),
+        return TD3(policy=policy, policy_optim=actor_optim, critic=critic(), critic_optim=optim, critic2=critic(),
                    critic2_optim=optim, **kwargs)
-    return DDPG(policy=policy, policy_optim=optim, critic=critic(), critic_optim=optim, **kwargs)
+    return DDPG(policy=policy, policy_optim=actor_optim, critic=critic(), critic_optim=optim, **kwargs)
