@@ -110,12 +110,17 @@ def registry_entry(data: ScoringData, adapter_id: str) -> tuple[FrameworkEntry |
 
 def registry_value(entry: FrameworkEntry, names: Sequence[str]) -> tuple[Any, str | None]:
     """(value, None) for the first of ``names`` the entry records, else (None, why). Registry facts
-    carry their value with their evidence (``fact.value``); a fact recorded as "unknown" is missing.
+    carry their value with their evidence (``fact.value``); a fact recorded as "unknown", or resting on its
+    authors' statement alone (a framework without public code), is missing.
     ``false`` and an empty list are values (known absence), not missing ones."""
     for name in names:
         value = entry.value(name)
         if isinstance(value, str) and value == UNKNOWN:
             return None, f"the registry records {name} as unknown"
+        fact = entry.fact(name)
+        if fact is not None and fact.author_stated:
+            # never scored: an unverifiable claim may not beat (or tie) a verified fact
+            return None, f"the registry has only its authors' statement of {name}, not verified"
         if value is not None and value != "":
             return value, None
     return None, f"the registry entry has no {names[0]}"

@@ -18,6 +18,7 @@ from rlcompare.cli.terminal import terminal_console
 from rlcompare.errors import UnknownNameError
 from rlcompare.plugins.manager import BUILTIN_PLUGINS, build_plugin_manager
 from rlcompare.registry.entries import FrameworkEntry
+from rlcompare.registry.facts import AUTHOR_STATED
 from rlcompare.registry.queries import filter_entries, parse_condition
 
 #: The built-in plugin that registers the packaged entries.
@@ -86,6 +87,13 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+def _fact_cell(entry: Any, name: str) -> str:
+    """A fact's value for a table, marked where it rests on its authors' word alone."""
+    fact = entry.fact(name)
+    cell = _cell(None if fact is None else fact.value)
+    return f"{cell} (authors)" if fact is not None and fact.author_stated else cell
+
+
 # -- commands --------------------------------------------------------------------------------------
 
 
@@ -118,7 +126,7 @@ def cmd_frameworks(args: argparse.Namespace) -> int:
         for column in ("id", "name", *columns):
             table.add_column(column)
         for entry in rows:
-            table.add_row(entry.id, entry.name, *(_cell(entry.value(column)) for column in columns))
+            table.add_row(entry.id, entry.name, *(_fact_cell(entry, column) for column in columns))
         console.print(table)
     return 0
 
@@ -138,11 +146,14 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"  {entry.notes}")
     for name, fact in entry.facts().items():
         flags = ", complete list" if fact.complete else ""
+        flags += f", {AUTHOR_STATED}" if fact.author_stated else ""
         print(f"\n{name}: {_cell(fact.value)}   [as of {fact.as_of.isoformat()}{flags}]")
         if fact.note:
             print(f"  note: {fact.note}")
         if fact.searched:
             print(f"  searched: {fact.searched}")
+        for absence in fact.absent:
+            print(f"  absent (re-checked by the evidence checker): {absence.describe()}")
         for evidence in fact.evidence:
             print(f"  source: {evidence.describe()}")
             print(f"    > {evidence.excerpt}")

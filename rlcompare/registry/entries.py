@@ -110,6 +110,10 @@ class FrameworkEntry(_Strict):
             fact: Fact | None = getattr(self, name)
             if fact is not None:
                 problems += _fact_problems(name, spec, fact)
+        if self.repository is not None and self.repository.value != "none":
+            stated = [name for name, fact in self.facts().items() if any(e.kind == "author" for e in fact.evidence)]
+            problems += [f"field '{name}.evidence': an authors' statement is evidence only for a framework without "
+                         "public code (repository 'none'); cite the repository instead" for name in stated]
         problems = [problem for problem in problems if problem]
         if problems:
             raise ValueError(join_problems(problems))
@@ -165,7 +169,10 @@ class FrameworkEntry(_Strict):
         fact_notes: dict[str, str] = {}
         searched: dict[str, str] = {}
         complete: list[str] = []
+        absent: dict[str, list[str]] = {}
         for name, fact in self.facts().items():
+            if fact.absent:
+                absent[name] = [item.describe() for item in fact.absent]
             data[name] = fact.json_value()
             evidence[name] = [item.to_json_dict() for item in fact.evidence]
             sources[name] = list(fact.sources)
@@ -177,7 +184,7 @@ class FrameworkEntry(_Strict):
             if fact.complete:
                 complete.append(name)
         data.update(evidence=evidence, sources=sources, as_of=as_of, fact_notes=fact_notes, searched=searched,
-                    complete=complete)
+                    complete=complete, absent=absent)
         return data
 
 
@@ -287,10 +294,10 @@ def choice_problem(value: str, allowed: Sequence[str]) -> str | None:
     if value in allowed:
         return None
     message = f"{value!r} is not one of {', '.join(allowed)}"
-    close = difflib.get_close_matches(value, allowed, n=1, cutoff=0.5)
-    if not close:  # an abbreviation such as 'nccl' for 'nccl-broadcast'
-        close = [choice for choice in allowed if value and choice.startswith(value)][:2]
-        close = close if len(close) == 1 else []
+    # an abbreviation such as 'nccl' for 'nccl-broadcast' first (when only one value starts so), then a
+    # near spelling: 'nccl' is nearer to 'nixl' by letters than to what it abbreviates
+    close = [choice for choice in allowed if value and choice.startswith(value)][:2]
+    close = close if len(close) == 1 else difflib.get_close_matches(value, allowed, n=1, cutoff=0.5)
     if close:
         message += f"; did you mean {close[0]!r}?"
     return message

@@ -9,8 +9,10 @@ checked without the network; they are counted, not checked.
 
 A clone of ``owner/name`` is found as ``DIR/owner+name`` (the layout of a fetched snapshot, whose
 git directory may sit one level down, e.g. ``DIR/owner+name/repo``), ``DIR/owner/name`` or
-``DIR/name``, matched without regard to case. Exit status 1 when an excerpt, file or commit is not
-found (with ``--strict``, also when a clone is missing), else 0.
+``DIR/name``, matched without regard to case. It also applies the rules across the facts of each
+entry (:mod:`rlcompare.registry.consistency`), which need no clone. Exit status 1 when an excerpt,
+file or commit is not found or an entry breaks a rule (with ``--strict``, also when a clone is
+missing), else 0.
 """
 
 from __future__ import annotations
@@ -25,13 +27,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from rlcompare.registry.consistency import Violation
+from rlcompare.registry.consistency import check_entries as check_consistency
 from rlcompare.registry.entries import FrameworkEntry
-from rlcompare.registry.facts import Evidence, normalize_whitespace
+from rlcompare.registry.facts import Absence, Evidence, normalize_whitespace
 from rlcompare.registry.loading import load_builtin_entries, load_framework_file
 
-Status = Literal["verified", "excerpt-not-found", "file-not-found", "commit-not-found", "no-clone", "not-checkable"]
+Status = Literal["verified", "excerpt-not-found", "file-not-found", "commit-not-found", "no-clone", "not-checkable",
+                 "absence-contradicted"]
 #: How the per-status counts are grouped in the summary.
-NOT_FOUND: tuple[Status, ...] = ("excerpt-not-found", "file-not-found", "commit-not-found")
+NOT_FOUND: tuple[Status, ...] = ("excerpt-not-found", "file-not-found", "commit-not-found", "absence-contradicted")
 GIT_TIMEOUT_SECONDS = 60
 
 
@@ -41,7 +46,7 @@ class Check:
 
     entry: str
     fact: str
-    evidence: Evidence
+    evidence: Evidence | Absence
     status: Status
     detail: str = ""
 
@@ -158,6 +163,23 @@ def check_evidence(mirrors: Mirrors, evidence: Evidence) -> tuple[Status, str]:
     return "excerpt-not-found", f"excerpt {evidence.excerpt[:60]!r} is not in the file"
 
 
+def check_absence(mirrors: Mirrors, absence: Absence) -> tuple[Status, str]:
+    """Re-read what an absence claim is about: ``verified`` when the text (or the file) is indeed not there."""
+    git_dir = mirrors.clone(absence.repo)
+    if git_dir is None:
+        return "no-clone", f"no clone of {absence.repo} under {mirrors.root}"
+    if not mirrors.has_commit(git_dir, absence.commit):
+        return "commit-not-found", f"{git_dir} has no commit {absence.commit}"
+    text = mirrors.file_text(git_dir, absence.commit, absence.path)
+    if absence.text is None:
+        return ("verified", "") if text is None else ("absence-contradicted", f"{absence.path} exists")
+    if text is None:  # a claim about a file that is not there says nothing: the path is probably wrong
+        return "file-not-found", f"no file {absence.path} at {absence.commit[:12]}"
+    if normalize_whitespace(absence.text).casefold() in normalize_whitespace(text).casefold():
+        return "absence-contradicted", f"{absence.text[:60]!r} is in the file"
+    return "verified", ""
+
+
 def check_entries(entries: Iterable[FrameworkEntry], mirrors: Mirrors) -> tuple[list[EntryReport], list[Check]]:
     """Check every evidence item of every entry; per-entry counts and every check."""
     reports: list[EntryReport] = []
@@ -169,6 +191,10 @@ def check_entries(entries: Iterable[FrameworkEntry], mirrors: Mirrors) -> tuple[
                 status, detail = check_evidence(mirrors, evidence)
                 report.counts[status] += 1
                 checks.append(Check(entry.id, name, evidence, status, detail))
+            for absence in fact.absent:
+                status, detail = check_absence(mirrors, absence)
+                report.counts[status] += 1
+                checks.append(Check(entry.id, name, absence, status, detail))
         reports.append(report)
     return reports, checks
 
@@ -199,21 +225,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     entries = [load_framework_file(path) for path in args.files] if args.files else list(load_builtin_entries())
     reports, checks = check_entries(entries, Mirrors(args.mirrors))
+    violations = check_consistency(entries)
     if args.json:
         print(json.dumps({
             "entries": {r.entry: {"verified": r.verified, "not_found": r.not_found, "no_clone": r.no_clone,
                                   "not_checkable": r.not_checkable} for r in reports},
             "failures": [check.line() for check in checks if check.status in NOT_FOUND],
             "no_clone": sorted({str(c.evidence.repo) for c in checks if c.status == "no-clone"}),
+            "rules_broken": [violation.line() for violation in violations],
         }, indent=2))
     else:
         print("\n".join(summary_lines(reports, checks)))
-    return exit_status(checks, args.strict)
+        print(f"consistency rules: {len(violations)} broken" + "".join(f"\n{v.line()}" for v in violations))
+    return exit_status(checks, args.strict, violations)
 
 
-def exit_status(checks: Sequence[Check], strict: bool) -> int:
-    """1 when an excerpt was not found (or, ``strict``, a repository has no local clone), else 0."""
-    failed = any(check.status in NOT_FOUND for check in checks)
+def exit_status(checks: Sequence[Check], strict: bool, violations: Sequence[Violation] = ()) -> int:
+    """1 when an excerpt was not found or an entry breaks a consistency rule (or, ``strict``, a repository
+    has no local clone), else 0."""
+    failed = any(check.status in NOT_FOUND for check in checks) or bool(violations)
     if strict:
         failed = failed or any(check.status == "no-clone" for check in checks)
     return 1 if failed else 0

@@ -36,7 +36,11 @@ EVIDENCE_SHAPES: dict[str, tuple[str, ...]] = {
     "repository": ("repo", "commit", "path"),
     "web": ("url", "accessed"),
     "paper": ("doi", "arxiv", "locator"),
+    # a statement by the framework's own authors, for a framework without public code: never verified
+    "author": ("author", "stated"),
 }
+#: How outputs say that a fact rests only on its authors' word.
+AUTHOR_STATED = "stated by its authors, not verified"
 
 
 def is_well_formed_url(text: str) -> bool:
@@ -78,6 +82,9 @@ class Evidence(_Strict):
     doi: str | None = Field(None, description="DOI, e.g. 10.1145/3703453.")
     arxiv: str | None = Field(None, description="arXiv id, e.g. 2411.05614.")
     locator: str | None = Field(None, description="Where in the paper: 'Table 3', 'Section 4.2, p. 12'.")
+    author: str | None = Field(None, max_length=200,
+                               description="Who of the framework's authors states it (a name and role).")
+    stated: date | None = Field(None, description="When they stated it.")
     excerpt: str = Field(description="Verbatim text from the source that supports the fact.")
 
     @field_validator("repo")
@@ -113,6 +120,18 @@ class Evidence(_Strict):
     def _accessed(cls, value: date | None) -> date | None:
         return _not_in_future(value, "access date")
 
+    @field_validator("stated")
+    @classmethod
+    def _stated(cls, value: date | None) -> date | None:
+        return _not_in_future(value, "statement date")
+
+    @field_validator("author")
+    @classmethod
+    def _author(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must name who states it (a name and role)")
+        return value
+
     @field_validator("doi")
     @classmethod
     def _doi(cls, value: str | None) -> str | None:
@@ -143,7 +162,8 @@ class Evidence(_Strict):
         if len(shapes) != 1:
             raise ValueError(
                 "an evidence item is exactly one of: a repository file (repo, commit, path), a web page "
-                f"(url, accessed) or a paper (doi or arxiv, locator); got {', '.join(sorted(given)) or 'none of them'}"
+                "(url, accessed), a paper (doi or arxiv, locator) or an authors' statement (author, stated); "
+                f"got {', '.join(sorted(given)) or 'none of them'}"
             )
         shape = shapes[0]
         if shape == "paper":
@@ -154,14 +174,17 @@ class Evidence(_Strict):
             needed = list(EVIDENCE_SHAPES[shape])
         lacking = [name for name in needed if " or " in name or getattr(self, name) is None]
         if lacking:
-            raise ValueError(f"a {'repository file' if shape == 'repository' else shape} needs "
+            what = {"repository": "repository file", "author": "statement of the authors"}.get(shape, shape)
+            raise ValueError(f"a {what} needs "
                              f"{', '.join(repr(name) for name in lacking)}")
         return self
 
     @property
-    def kind(self) -> Literal["repository", "web", "paper"]:
+    def kind(self) -> Literal["repository", "web", "paper", "author"]:
         if self.repo is not None:
             return "repository"
+        if self.author is not None:
+            return "author"
         return "web" if self.url is not None else "paper"
 
     @property
@@ -171,6 +194,8 @@ class Evidence(_Strict):
             return f"https://github.com/{self.repo}/blob/{self.commit}/{quote(str(self.path))}"
         if self.kind == "web":
             return str(self.url)
+        if self.kind == "author":
+            return f"{AUTHOR_STATED}: {self.author}, {self.stated.isoformat() if self.stated else ''}"
         paper = f"doi:{self.doi}" if self.doi else f"arXiv:{self.arxiv}"
         return f"{paper}, {self.locator}"
 
@@ -184,6 +209,8 @@ class Evidence(_Strict):
         data = {name: getattr(self, name) for name in type(self).model_fields if getattr(self, name) is not None}
         if self.accessed is not None:
             data["accessed"] = self.accessed.isoformat()
+        if self.stated is not None:
+            data["stated"] = self.stated.isoformat()
         return {"kind": self.kind, "source": self.source, **data}
 
 
@@ -213,6 +240,26 @@ class Release(_Strict):
         return f"{self.version} ({self.date.isoformat()})"
 
 
+class Absence(_Strict):
+    """A claim that something is *not* in a repository at a commit, made checkable: ``text`` does not
+    occur in ``path`` (compared case-insensitively, whitespace collapsed), or, without ``text``, there
+    is no file ``path``. The evidence checker re-reads the file at the commit (``docs/registry.md``)."""
+
+    repo: str = Field(description="GitHub owner/name.")
+    commit: str = Field(description="The 40-hex commit the claim is about.")
+    path: str = Field(description="The file read (or the file that does not exist).")
+    text: str | None = Field(None, min_length=1, max_length=MAX_EXCERPT_CHARS,
+                             description="What the file does not contain; omitted: the file does not exist.")
+
+    _repo = field_validator("repo")(Evidence._repo.__func__)  # type: ignore[attr-defined]
+    _commit = field_validator("commit")(Evidence._commit.__func__)  # type: ignore[attr-defined]
+    _path = field_validator("path")(Evidence._path.__func__)  # type: ignore[attr-defined]
+
+    def describe(self) -> str:
+        where = f"{self.repo}@{self.commit[:12]}:{self.path}"
+        return f"no file {where}" if self.text is None else f"{self.text!r} not in {where}"
+
+
 class Fact(_Strict):
     """One statement: its value, the evidence for it, and when that evidence was checked."""
 
@@ -224,6 +271,8 @@ class Fact(_Strict):
     complete: bool = Field(
         False, description="For lists: the evidence gives the whole set, so anything absent is absent."
     )
+    absent: tuple[Absence, ...] = Field(
+        (), description="What a 'searched' note or an absence says is not in the repository, re-checkable.")
 
     @field_validator("value")
     @classmethod
@@ -247,6 +296,11 @@ class Fact(_Strict):
     @property
     def is_unknown(self) -> bool:
         return isinstance(self.value, str) and self.value == UNKNOWN
+
+    @property
+    def author_stated(self) -> bool:
+        """Whether the fact rests on its authors' statements alone (never verified against a source)."""
+        return bool(self.evidence) and all(item.kind == "author" for item in self.evidence)
 
     @property
     def sources(self) -> tuple[str, ...]:

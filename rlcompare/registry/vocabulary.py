@@ -39,8 +39,10 @@ ENV_API_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 ORCHESTRATION = ("ray", "monarch", "launchpad", "native-python", "pub-sub", "http-microservices", "spmd-launcher")
 ROLLOUT_BUFFER = ("none", "double-buffer", "bounded-queue", "unbounded-stream")
+#: ``nixl``: the trainer registers its weight shards with NVIDIA's NIXL transfer library and the inference
+#: workers read them point to point (one-sided RDMA reads over UCX), no collective with the trainer.
 WEIGHT_SYNC = ("nccl-broadcast", "cuda-ipc", "in-process", "filesystem", "filesystem-restart", "http",
-               "shared-memory-store", "jax-reshard", "adapter-swap")
+               "shared-memory-store", "jax-reshard", "adapter-swap", "nixl")
 STALENESS = ("none", "version-rejection", "depth-bounding", "is-correction")
 PARTIAL_ROLLOUTS = ("none", "drain", "in-flight-continuation", "abort-resume", "save-resume",
                     "group-cancellation")

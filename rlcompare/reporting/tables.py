@@ -475,6 +475,9 @@ def taxonomy_table(frameworks: Sequence[str], entries: Mapping[str, Any]) -> pd.
         for name in FRAMEWORK_FACTS:
             value = entry.value(name) if entry is not None and name in type(entry).model_fields else None
             row[name] = ", ".join(value) if isinstance(value, (list, tuple)) else (None if value is None else str(value))
+            fact = entry.fact(name) if entry is not None and name in type(entry).model_fields else None
+            if row[name] is not None and fact is not None and fact.author_stated:
+                row[name] += " (authors)"  # its authors' word alone, never verified (docs/registry.md)
         rows.append(row)
     return _frame(rows, ("framework", "name", *FRAMEWORK_FACTS))
 
