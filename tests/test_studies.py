@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -301,6 +302,10 @@ def test_a_study_runs_and_its_report_judges_every_claim(standin: None, tmp_path:
     assert document["counts"] == {"not consistent": 1, "consistent": 1, "not comparable": 2}
     text = (out / "verdicts.md").read_text(encoding="utf-8")
     assert "| cart | final\\_return | Fake far: 10,000 return |" in text and "https://example.org/standin-table" in text
+    # how the runs were made, from the store's record (two at a time here: seconds would be contended)
+    assert re.fullmatch(r"Runs: 2 runs stored \(2 ok\), at most [12] in flight at once on \d+ CPUs\.",
+                        document["conditions"]), document["conditions"]
+    assert document["conditions"] in text
     assert (out / "index.html").exists() or any(out.glob("*.html"))  # the store's own report beside it
     # a seed that did not finish is never dropped from a figure: the claims on that cell say why instead
     with sqlite3.connect(store) as connection:

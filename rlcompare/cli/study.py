@@ -179,7 +179,7 @@ def _run(plugins: Plugins, args: argparse.Namespace) -> int:
 
 def _report(plugins: Plugins, args: argparse.Namespace) -> int:
     from rlcompare.store.sqlite_store import Store
-    from rlcompare.studies.document import verdicts_json, verdicts_markdown
+    from rlcompare.studies.document import run_conditions, verdicts_json, verdicts_markdown
     from rlcompare.studies.measured import measured_from_store
     from rlcompare.studies.verdicts import STATUSES, judge
 
@@ -196,11 +196,12 @@ def _report(plugins: Plugins, args: argparse.Namespace) -> int:
     with Store(args.store) as store:
         store.check_readable()
         measured = measured_from_store(study, store, plugins.scoring_catalogue(), unplanned, plan.unrunnable)
+        conditions = run_conditions(study, store.runs_frame())
     verdicts = judge(study, measured, seed=args.seed or 0, reps=args.reps)
     out.mkdir(parents=True, exist_ok=True)
-    document = verdicts_json(study, verdicts, args.store)
+    document = verdicts_json(study, verdicts, args.store, conditions)
     (out / "verdicts.json").write_text(json.dumps(document, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    (out / "verdicts.md").write_text(verdicts_markdown(study, verdicts, args.store), encoding="utf-8")
+    (out / "verdicts.md").write_text(verdicts_markdown(study, verdicts, args.store, conditions), encoding="utf-8")
     if args.json:
         print(json.dumps(document, indent=2, sort_keys=True))
     else:

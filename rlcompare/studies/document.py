@@ -13,9 +13,27 @@ from rlcompare.studies.model import Study
 from rlcompare.studies.verdicts import STATUSES, Verdict
 
 
-def verdicts_json(study: Study, verdicts: Sequence[Verdict], store: str) -> dict[str, Any]:
+def run_conditions(study: Study, runs: Any) -> str:
+    """How the study's runs were made, from the store's own record: how many, the most in flight at once
+    on how many CPUs, and how many a limit stopped (seconds compare best from exclusive runs)."""
+    if len(runs) == 0:
+        return ""
+    mine = runs[runs["workload_id"].astype(str).str.startswith(f"{study.id}--")
+                & (runs["status"].astype(str) != "unsupported")]  # refusals are not runs: the verdicts name them
+    if len(mine) == 0:
+        return ""
+    statuses = Counter(str(status) for status in mine["status"])
+    parts = [f"{len(mine)} runs stored ({', '.join(f'{n} {status}' for status, n in sorted(statuses.items()))})"]
+    if "runs_in_flight" in mine and mine["runs_in_flight"].notna().any():
+        cpus = mine["load_cpus"].dropna() if "load_cpus" in mine else []
+        parts.append(f"at most {int(mine['runs_in_flight'].max())} in flight at once"
+                     + (f" on {int(max(cpus))} CPUs" if len(cpus) else ""))
+    return "Runs: " + ", ".join(parts) + "."
+
+
+def verdicts_json(study: Study, verdicts: Sequence[Verdict], store: str, conditions: str = "") -> dict[str, Any]:
     return {
-        "study": study.id, "title": study.title, "store": store,
+        "study": study.id, "title": study.title, "store": store, "conditions": conditions,
         "publication": study.publication.model_dump(mode="json"),
         "cells": [cell.model_dump(mode="json") for cell in study.cells],
         "counts": dict(Counter(verdict.status for verdict in verdicts)),
@@ -23,7 +41,7 @@ def verdicts_json(study: Study, verdicts: Sequence[Verdict], store: str) -> dict
     }
 
 
-def verdicts_markdown(study: Study, verdicts: Sequence[Verdict], store: str) -> str:
+def verdicts_markdown(study: Study, verdicts: Sequence[Verdict], store: str, conditions: str = "") -> str:
     publication = study.publication
     counts = Counter(verdict.status for verdict in verdicts)
     lines = [
@@ -37,7 +55,8 @@ def verdicts_markdown(study: Study, verdicts: Sequence[Verdict], store: str) -> 
     lines += ["Sources:", ""]
     lines += [f"- {markdown(evidence.describe())}" for evidence in publication.evidence]
     lines += ["", f"Measured in {markdown(store)}, {study.seeds} seeds per cell. Verdicts: "
-              + ", ".join(f"{counts.get(status, 0)} {status}" for status in STATUSES) + ".", "",
+              + ", ".join(f"{counts.get(status, 0)} {status}" for status in STATUSES) + "."
+              + (f" {markdown(conditions)}" if conditions else ""), "",
               "How a claim is judged (docs/studies.md): a figure in the same unit here as there against the t "
               "interval of our mean, or, against a single published run, against where one more of our runs "
               "would land (the prediction interval); the published side is the t interval its statistic allows "
