@@ -61,6 +61,11 @@ def test_shared_weights_under_concurrent_generation_imply_something_in_flight(en
     # synchronous generation has nothing in flight; broadcast weights do not touch the engine's memory mid-step
     assert not check_entry(_with(broken, synchronization=_fact(["synchronous"])))
     assert not check_entry(_with(broken, weight_sync=_fact(["nccl-broadcast"])))
+    # several modes whose pairing the lists cannot tell (in-process for the synchronous one): no verdict
+    assert not check_entry(_with(broken, synchronization=_fact(["synchronous", "stale-synchronous"]),
+                                 weight_sync=_fact(["in-process", "nccl-broadcast"])))
+    # a synchronous mode beside transfers that are all shared: the concurrent mode shares them too
+    assert check_entry(_with(broken, synchronization=_fact(["synchronous", "stale-synchronous"])))
 
 
 def test_an_asynchronous_library_states_its_staleness(entries) -> None:

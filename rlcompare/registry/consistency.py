@@ -68,7 +68,10 @@ def _in_flight_continuation(entry: FrameworkEntry) -> str | None:
         return None
     concurrent = CONCURRENT_SYNCHRONIZATION & set(synchronization)
     shared = SHARED_WEIGHTS & set(weight_sync)
-    if concurrent and shared and set(partial) == {"none"}:
+    # a library with a synchronous mode and another transfer may pair the shared one with the synchronous
+    # mode only (nothing in flight there): the lists do not say which goes with which, so no verdict
+    ambiguous = "synchronous" in synchronization and bool(set(weight_sync) - SHARED_WEIGHTS)
+    if concurrent and shared and not ambiguous and set(partial) == {"none"}:
         return (f"synchronization {', '.join(sorted(concurrent))} with weight_sync {', '.join(sorted(shared))} "
                 "updates the weights generation reads while it runs, so sequences in flight continue on new "
                 "weights; partial_rollouts says 'none' (in-flight-continuation, drain or abort-resume, with "
