@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rlcompare.registry.entries import FrameworkEntry
-from rlcompare.registry.evidence import Mirrors, check_absence, check_entries
+from rlcompare.registry.evidence import Mirrors, check_absence, check_entries, unlisted_algorithms
 from rlcompare.registry.facts import Absence
 from rlcompare.registry.loading import load_builtin_entries
 
@@ -62,3 +62,33 @@ def test_an_entry_whose_searched_note_is_contradicted_fails_the_checker(mirror: 
     assert "'tool.coverage' is in the file" in absence.line()
     assert entry.to_json_dict()["absent"]["coverage_reported"] == [f"'tool.coverage' not in owner/tool@{commit[:12]}"
                                                                   ":pyproject.toml"]
+
+
+def test_a_complete_algorithms_list_must_be_spelled_out_by_its_cited_files_or_note(tmp_path: Path) -> None:
+    """The list rule needs the whole cited file, so it lives in the checker: each listed name is found
+    in the files at their commits (letters and digits only, '+' also as 'plus') or explained in the note."""
+    work = tmp_path / "work"
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(work)]
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    (work / "README.md").write_text("- Deep Q-Network (DQN)\n- TD3PlusBC\n- Sampled Alpha/Mu-Zero\n")
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "c"], check=True)
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(tmp_path / "m" / "owner+tool" / "repo")], check=True)
+    sb3 = next(entry for entry in load_builtin_entries() if entry.id == "stable-baselines3")
+
+    def entry(names: list[str], note: str = "") -> FrameworkEntry:
+        data = sb3.model_dump()
+        data["algorithms"] = {"value": names, "complete": True, "note": note, "as_of": sb3.algorithms.as_of,
+                              "evidence": [{"repo": "owner/tool", "commit": commit, "path": "README.md",
+                                            "excerpt": "- Deep Q-Network (DQN)"}]}
+        return FrameworkEntry.model_validate(data)
+
+    mirrors = Mirrors(tmp_path / "m")
+    assert unlisted_algorithms(entry(["DQN", "TD3+BC"]), mirrors) == []
+    assert unlisted_algorithms(entry(["DQN", "SAC", "SAMPLED-MUZERO"]), mirrors) == ["SAC", "SAMPLED-MUZERO"]
+    assert unlisted_algorithms(entry(["DQN", "SAMPLED-MUZERO"], "Sampled MuZero is 'Sampled Alpha/Mu-Zero'"),
+                               mirrors) == []
+    _, checks = check_entries([entry(["DQN", "SAC"])], mirrors)
+    assert [c.status for c in checks if c.fact == "algorithms"][-1] == "not-in-cited-files"
+    assert unlisted_algorithms(entry(["DQN", "SAC"]), Mirrors(tmp_path / "none")) is None  # no clone: unchecked

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -34,9 +35,10 @@ from rlcompare.registry.facts import Absence, Evidence, normalize_whitespace
 from rlcompare.registry.loading import load_builtin_entries, load_framework_file
 
 Status = Literal["verified", "excerpt-not-found", "file-not-found", "commit-not-found", "no-clone", "not-checkable",
-                 "absence-contradicted"]
+                 "absence-contradicted", "not-in-cited-files"]
 #: How the per-status counts are grouped in the summary.
-NOT_FOUND: tuple[Status, ...] = ("excerpt-not-found", "file-not-found", "commit-not-found", "absence-contradicted")
+NOT_FOUND: tuple[Status, ...] = ("excerpt-not-found", "file-not-found", "commit-not-found", "absence-contradicted",
+                                 "not-in-cited-files")
 GIT_TIMEOUT_SECONDS = 60
 
 
@@ -180,6 +182,31 @@ def check_absence(mirrors: Mirrors, absence: Absence) -> tuple[Status, str]:
     return "verified", ""
 
 
+def _spellings(name: str) -> tuple[str, ...]:
+    """How an algorithm's name may be written in a file, letters and digits only ('TD3+BC': td3bc, td3plusbc)."""
+    plain = re.sub(r"[^a-z0-9]", "", name.lower())
+    plus = re.sub(r"[^a-z0-9]", "", name.lower().replace("+", "plus"))
+    return tuple(dict.fromkeys((plain, plus)))
+
+
+def unlisted_algorithms(entry: FrameworkEntry, mirrors: Mirrors) -> list[str] | None:
+    """For an algorithms list marked complete: the listed names that neither the cited files (whole, at
+    their commits) nor the fact's note spell out, so the list says more than its sources; None when no
+    cited file has a local clone (nothing to check against)."""
+    fact = entry.algorithms
+    if fact is None or not fact.complete or not isinstance(fact.value, tuple):
+        return None
+    texts = []
+    for item in fact.evidence:
+        git_dir = mirrors.clone(item.repo) if item.kind == "repository" and item.repo else None
+        if git_dir is not None and item.commit and item.path:
+            texts.append(mirrors.file_text(git_dir, item.commit, item.path) or "")
+    if not texts:
+        return None
+    written = re.sub(r"[^a-z0-9]", "", " ".join([*texts, fact.note]).lower())
+    return [name for name in fact.value if not any(spelling in written for spelling in _spellings(str(name)))]
+
+
 def check_entries(entries: Iterable[FrameworkEntry], mirrors: Mirrors) -> tuple[list[EntryReport], list[Check]]:
     """Check every evidence item of every entry; per-entry counts and every check."""
     reports: list[EntryReport] = []
@@ -195,6 +222,12 @@ def check_entries(entries: Iterable[FrameworkEntry], mirrors: Mirrors) -> tuple[
                 status, detail = check_absence(mirrors, absence)
                 report.counts[status] += 1
                 checks.append(Check(entry.id, name, absence, status, detail))
+        for algorithm in unlisted_algorithms(entry, mirrors) or ():
+            report.counts["not-in-cited-files"] += 1
+            cited = next(item for item in entry.algorithms.evidence if item.kind == "repository")  # type: ignore[union-attr]
+            checks.append(Check(entry.id, "algorithms", cited, "not-in-cited-files",
+                                f"{algorithm} is in a list marked complete, but neither its cited files nor its "
+                                "note name it (say in the note how the source writes it)"))
         reports.append(report)
     return reports, checks
 
