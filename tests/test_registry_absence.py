@@ -15,18 +15,26 @@ from rlcompare.registry.facts import Absence
 from rlcompare.registry.loading import load_builtin_entries
 
 
-@pytest.fixture(scope="module")
-def mirror(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """A bare clone of owner/tool with a pyproject.toml that configures coverage, as DIR/owner+tool/repo."""
-    work = tmp_path_factory.mktemp("tool")
+def bare_mirror(work: Path, root: Path, files: dict[str, str]) -> str:
+    """A repository of ``files`` (one commit) cloned bare as ROOT/owner+tool/repo, the layout of a fetched
+    snapshot; its commit."""
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(work)]
     subprocess.run(["git", "init", "-q", str(work)], check=True)
-    (work / "pyproject.toml").write_text('[project]\nname = "tool"\n\n[tool.coverage.run]\nsource = ["tool"]\n')
+    for name, text in files.items():
+        (work / name).write_text(text)
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-q", "-m", "c"], check=True)
     commit = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
-    root = tmp_path_factory.mktemp("mirrors")
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(root / "owner+tool" / "repo")], check=True)
+    return commit
+
+
+@pytest.fixture(scope="module")
+def mirror(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """owner/tool with a pyproject.toml that configures coverage."""
+    root = tmp_path_factory.mktemp("mirrors")
+    commit = bare_mirror(tmp_path_factory.mktemp("tool"), root, {
+        "pyproject.toml": '[project]\nname = "tool"\n\n[tool.coverage.run]\nsource = ["tool"]\n'})
     return root, commit
 
 
@@ -67,14 +75,8 @@ def test_an_entry_whose_searched_note_is_contradicted_fails_the_checker(mirror: 
 def test_a_complete_algorithms_list_must_be_spelled_out_by_its_cited_files_or_note(tmp_path: Path) -> None:
     """The list rule needs the whole cited file, so it lives in the checker: each listed name is found
     in the files at their commits (letters and digits only, '+' also as 'plus') or explained in the note."""
-    work = tmp_path / "work"
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(work)]
-    subprocess.run(["git", "init", "-q", str(work)], check=True)
-    (work / "README.md").write_text("- Deep Q-Network (DQN)\n- TD3PlusBC\n- Sampled Alpha/Mu-Zero\n")
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "c"], check=True)
-    commit = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
-    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(tmp_path / "m" / "owner+tool" / "repo")], check=True)
+    commit = bare_mirror(tmp_path / "work", tmp_path / "m",
+                         {"README.md": "- Deep Q-Network (DQN)\n- TD3PlusBC\n- Sampled Alpha/Mu-Zero\n"})
     sb3 = next(entry for entry in load_builtin_entries() if entry.id == "stable-baselines3")
 
     def entry(names: list[str], note: str = "") -> FrameworkEntry:

@@ -147,17 +147,24 @@ def _git(git_dir: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
                           check=False)
 
 
+def _file_at(mirrors: Mirrors, repo: str, commit: str, path: str) -> tuple[str | None, tuple[Status, str] | None]:
+    """``path`` at ``commit`` of the local clone of ``repo`` (None: no such file), or why it cannot be read."""
+    git_dir = mirrors.clone(repo)
+    if git_dir is None:
+        return None, ("no-clone", f"no clone of {repo} under {mirrors.root}")
+    if not mirrors.has_commit(git_dir, commit):
+        return None, ("commit-not-found", f"{git_dir} has no commit {commit}")
+    return mirrors.file_text(git_dir, commit, path), None
+
+
 def check_evidence(mirrors: Mirrors, evidence: Evidence) -> tuple[Status, str]:
     """The status of one evidence item, and a detail line for the not-found ones."""
     if evidence.kind != "repository":
         return "not-checkable", ""
     assert evidence.repo and evidence.commit and evidence.path
-    git_dir = mirrors.clone(evidence.repo)
-    if git_dir is None:
-        return "no-clone", f"no clone of {evidence.repo} under {mirrors.root}"
-    if not mirrors.has_commit(git_dir, evidence.commit):
-        return "commit-not-found", f"{git_dir} has no commit {evidence.commit}"
-    text = mirrors.file_text(git_dir, evidence.commit, evidence.path)
+    text, failure = _file_at(mirrors, evidence.repo, evidence.commit, evidence.path)
+    if failure is not None:
+        return failure
     if text is None:
         return "file-not-found", f"no file {evidence.path} at {evidence.commit[:12]}"
     if normalize_whitespace(evidence.excerpt) in normalize_whitespace(text):
@@ -167,12 +174,9 @@ def check_evidence(mirrors: Mirrors, evidence: Evidence) -> tuple[Status, str]:
 
 def check_absence(mirrors: Mirrors, absence: Absence) -> tuple[Status, str]:
     """Re-read what an absence claim is about: ``verified`` when the text (or the file) is indeed not there."""
-    git_dir = mirrors.clone(absence.repo)
-    if git_dir is None:
-        return "no-clone", f"no clone of {absence.repo} under {mirrors.root}"
-    if not mirrors.has_commit(git_dir, absence.commit):
-        return "commit-not-found", f"{git_dir} has no commit {absence.commit}"
-    text = mirrors.file_text(git_dir, absence.commit, absence.path)
+    text, failure = _file_at(mirrors, absence.repo, absence.commit, absence.path)
+    if failure is not None:
+        return failure
     if absence.text is None:
         return ("verified", "") if text is None else ("absence-contradicted", f"{absence.path} exists")
     if text is None:  # a claim about a file that is not there says nothing: the path is probably wrong
