@@ -305,7 +305,7 @@ def test_tianshou_trains_its_dqn_script_with_the_scripts_warm_up_and_epsilon(tmp
     assert outcome.status == "ok", outcome.record.get("traceback")
     run = store.runs_frame().iloc[0]
     native = json.loads(run["native_config_json"])
-    assert native["prefill"] == {"n_step": 640, "random": False}
+    assert native["prefill"] == {"n_step": 640, "with_policy": True}
     assert native["algorithm"]["n_step_return_horizon"] == 3 and native["algorithm"]["huber_loss_delta"] is None
     assert native["algorithm"]["max_grad_norm"] is None and native["network"]["hidden_sizes"] == [128] * 4
     exploration = json.loads(run["schedule_json"])["exploration"]["samples"]

@@ -473,9 +473,9 @@ def taxonomy_table(frameworks: Sequence[str], entries: Mapping[str, Any]) -> pd.
         entry = entries.get(framework)
         row: dict[str, Any] = {"framework": framework, "name": entry.name if entry else "(not in the registry)"}
         for name in FRAMEWORK_FACTS:
-            value = entry.value(name) if entry is not None and name in type(entry).model_fields else None
-            row[name] = ", ".join(value) if isinstance(value, (list, tuple)) else (None if value is None else str(value))
             fact = entry.fact(name) if entry is not None and name in type(entry).model_fields else None
+            value = None if fact is None else fact.value
+            row[name] = ", ".join(value) if isinstance(value, (list, tuple)) else (None if value is None else str(value))
             if row[name] is not None and fact is not None and fact.author_stated:
                 row[name] += " (authors)"  # its authors' word alone, never verified (docs/registry.md)
         rows.append(row)

@@ -453,7 +453,7 @@ NATIVE_SETTINGS: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
     "conditioned_sigma": (("SAC",), "actor.conditioned_sigma", ()),
     "exploration_schedule": (("DQN",), "exploration.schedule",
                              ("exploration_initial_eps", "exploration_final_eps", "exploration_fraction")),
-    "prefill_with_policy": (("DQN", "SAC", "TD3", "DDPG"), "prefill.random", ("learning_starts",)),
+    "prefill_with_policy": (("DQN", "SAC", "TD3", "DDPG"), "prefill.with_policy", ("learning_starts",)),
     "shared_network": (("PPO", "A2C"), "network.shared", ()),
     "orthogonal_init": (("PPO", "A2C"), "network.orthogonal_init", ()),
 }
@@ -481,12 +481,11 @@ def apply_native_settings(workload: WorkloadLike, config: dict[str, dict[str, An
                                  f"a native setting the Tianshou adapter does not apply to {workload.algorithm}"))
             continue
         component, keyword = target.split(".", 1)
-        applied = (not value) if key == "prefill_with_policy" else value
         if component in ("actor_optim", "alpha_optim"):
-            config[component] = {**config["optim"], keyword: applied}
+            config[component] = {**config["optim"], keyword: value}
         else:
-            config.setdefault(component, {})[keyword] = applied
-        entries.append(entry(f"native.{key}", value, Fidelity.EXACT, target, applied, NATIVE_NOTES.get(key, "")))
+            config.setdefault(component, {})[keyword] = value
+        entries.append(entry(f"native.{key}", value, Fidelity.EXACT, target, value, NATIVE_NOTES.get(key, "")))
         replaced.update({f"hyperparameters.{name}": key for name in replaces})
     return [dataclasses.replace(item, status=Fidelity.APPROXIMATE,
                                 note=f"{item.note}; in the native arm with native.{replaced[item.setting]}")
@@ -570,7 +569,7 @@ class TianshouSetup:
     epsilon: Callable[[int], float] | None
     native: dict[str, Any] = field(default_factory=dict)
     #: The warm-up's actions: uniform random (canonical), or the exploring policy's (a native setting).
-    prefill_random: bool = True
+    prefill_with_policy: bool = False
 
     @property
     def policy(self) -> Any:
@@ -587,7 +586,7 @@ class TianshouSetup:
 
         budget = self.workload.env_steps
         on_collect(self.env_steps)
-        if self.prefill_steps and self.prefill_random:
+        if self.prefill_steps and not self.prefill_with_policy:
             # off-policy warm-up: uniform random actions, no updates (SB3's learning_starts)
             self.collector.collect(n_step=min(self.prefill_steps, budget), random=True)
         elif self.prefill_steps:  # the native arm's warm-up by the exploring policy, no updates
@@ -740,7 +739,7 @@ def build(workload: WorkloadLike, config: dict[str, dict[str, Any]], env_fns: Se
         "numba_cache": numba_cache,
     }
     return TianshouSetup(workload, algorithm, collector, trainer_params, prefill, epsilon, native,
-                         prefill_random=bool(config.get("prefill", {}).get("random", True)))
+                         prefill_with_policy=bool(config.get("prefill", {}).get("with_policy", False)))
 
 
 def trace_schedule(setup: TianshouSetup, context: TrainingContext) -> None:
