@@ -18,7 +18,17 @@ from typing import TYPE_CHECKING, Any
 
 from rlcompare.errors import IncompatibleError
 from rlcompare.harness.contract import ADAPTER_ID_PATTERN, Adapter, Capabilities, Recommendation, TrainingResult
-from rlcompare.harness.fidelity import Fidelity, FidelityEntry, Judge, Setting, entry, map_settings, only_if
+from rlcompare.harness.fidelity import (
+    Fidelity,
+    FidelityEntry,
+    Judge,
+    NativeSetting,
+    Setting,
+    apply_native_settings,
+    entry,
+    map_settings,
+    only_if,
+)
 from rlcompare.harness.limits import COUNTER_SLOTS
 from rlcompare.harness.parity import ParityOutcome, ParityProbe
 from rlcompare.harness.private_ray import start_private_ray
@@ -34,8 +44,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ADAPTER_ID_PATTERN", "COUNTER_SLOTS", "GRANULARITIES", "Adapter", "BudgetTolerance", "Capabilities",
-    "EnvFactory", "Fidelity", "FidelityEntry", "IncompatibleError", "Judge", "ParityOutcome", "ParityProbe", "Policy", "Recommendation", "Setting",
-    "TrainingContext", "TrainingResult", "TrainingSetup", "WorkloadLike", "entry", "episode_step_limit", "gradient_steps_between_target_syncs", "make_env", "map_settings", "only_if",
+    "EnvFactory", "Fidelity", "FidelityEntry", "IncompatibleError", "Judge", "NativeSetting", "ParityOutcome", "ParityProbe", "Policy", "Recommendation", "Setting",
+    "TrainingContext", "TrainingResult", "TrainingSetup", "WorkloadLike", "apply_native_settings", "entry", "episode_step_limit", "gradient_steps_between_target_syncs", "make_env", "map_settings", "only_if",
     "start_private_ray", "train_with_setup",
 ]
 

@@ -117,7 +117,7 @@ def test_the_native_arm_resolves_each_adapters_settings_and_refuses_those_withou
     everyone = build_plan(catalogue, [_workload()])
     refused = {pair.adapter_id: pair.reason for pair in everyone.refused}
     assert "declares no recommended settings for PPO on CartPole-v1" in refused["skrl"]
-    assert {r.adapter_id for r in everyone.runs} == {"sb3", "tianshou"}  # the zoo's and Tianshou's own script
+    assert {r.adapter_id for r in everyone.runs} == {"sb3", "tianshou", "rllib"}  # zoo, test script, tuned example
     assert everyone.refused[0].workload.settings == "native"  # the declared workload, not a resolution
     with pytest.raises(IncompatibleError, match="in the native arm"):
         build_plan(catalogue, [_workload()], ["skrl"])
@@ -310,3 +310,75 @@ def test_tianshou_trains_its_dqn_script_with_the_scripts_warm_up_and_epsilon(tmp
     assert native["algorithm"]["max_grad_norm"] is None and native["network"]["hidden_sizes"] == [128] * 4
     exploration = json.loads(run["schedule_json"])["exploration"]["samples"]
     assert exploration and all(value == pytest.approx(0.1) for _, value in exploration)  # canonically 1.0 first
+
+
+# -- RLlib's recommendations: its tuned examples ---------------------------------------------------------
+
+
+def _rllib_native(env: str, algorithm: str) -> tuple[object, dict[str, dict]]:
+    catalogue = build_plugin_manager(autoload=False).plan_catalogue()
+    budget = {"env_steps": 30_000} if algorithm == "SAC" else {}
+    [run] = build_plan(catalogue, [_workload(env, algorithm, **budget)], ["rllib"]).runs
+    return run.workload, {item["setting"]: item for item in run.fidelity}
+
+
+@pytest.mark.parametrize(("env", "algorithm", "commit"), [
+    ("CartPole-v0", "PPO", "4d543200"), ("CartPole-v1", "DQN", "7156122e"), ("Pendulum-v1", "SAC", "06d824cd"),
+])
+def test_rllib_recommends_its_tuned_example_and_reports_every_native_setting(env, algorithm, commit) -> None:
+    from rlcompare_rllib.examples import EXAMPLES
+
+    workload, fidelity = _rllib_native(env, algorithm)
+    native = EXAMPLES[algorithm][-1]
+    assert workload.native["settings"] == native
+    assert f"ray-project/ray@{commit}" in fidelity["native.source"]["value"]
+    assert ("the script trains CartPole-v1" in fidelity["native.source"]["value"]) == (env == "CartPole-v0")
+    for key in native:
+        assert fidelity[f"native.{key}"]["status"] == "exact", fidelity[f"native.{key}"]
+        assert fidelity[f"native.{key}"]["native_name"]
+
+
+def test_rllib_builds_its_tuned_examples_into_the_algorithm_config() -> None:
+    """Each native setting reaches RLlib's own AlgorithmConfig (built, not run: no Ray is started)."""
+    from rlcompare_rllib import RLlibAdapter
+
+    adapter = RLlibAdapter()
+    ppo, ppo_fidelity = _rllib_native("CartPole-v0", "PPO")
+    config = adapter.build_config(ppo, 0, "CartPole-v0")
+    assert (config.lr, config.num_epochs, config.vf_loss_coeff, config.minibatch_size) == (3e-4, 6, 0.01, 128)
+    assert (config.lambda_, config.clip_param, config.vf_clip_param) == (1.0, 0.3, 10.0)
+    assert (config.use_kl_loss, config.kl_coeff, config.kl_target, config.grad_clip) == (True, 0.2, 0.01, None)
+    assert (config.num_env_runners, config.num_envs_per_env_runner, config.train_batch_size_per_learner) == \
+        (2, 1, 4_000)
+    model = config.model_config
+    assert (model["fcnet_hiddens"], model["fcnet_activation"], model["vf_share_layers"]) == ([32], "linear", True)
+    assert ppo_fidelity["network.activation"]["status"] == "approximate"  # the example's linear layers
+    assert ppo_fidelity["hyperparameters.max_grad_norm"]["status"] == "approximate"
+
+    dqn, dqn_fidelity = _rllib_native("CartPole-v1", "DQN")
+    config = adapter.build_config(dqn, 0, "CartPole-v1")
+    assert config.n_step == (2, 5) and config.dueling and config.double_q  # a tuple: RLlib draws n per row
+    assert config.replay_buffer_config["type"] == "PrioritizedEpisodeReplayBuffer"
+    assert (config.replay_buffer_config["alpha"], config.replay_buffer_config["beta"]) == (0.6, 0.4)
+    assert [list(point) for point in config.epsilon] == [[0, 1.0], [10_000, 0.02]]
+    assert (config.get_rollout_fragment_length(), config.target_network_update_freq, config.grad_clip) == (5, 500, 40.0)
+    assert config.rollout_fragment_length == "auto"  # n_step's upper end: DQNConfig.validate fails on a range and 5
+    assert config.model_config["head_fcnet_hiddens"] == [256]
+    assert config.model_config["head_fcnet_bias_initializer"] == "zeros_"
+    assert dqn_fidelity["hyperparameters.exploration_fraction"]["status"] == "approximate"
+
+    sac, sac_fidelity = _rllib_native("Pendulum-v1", "SAC")
+    config = adapter.build_config(sac, 0, "Pendulum-v1")
+    assert (config.actor_lr, config.critic_lr, config.alpha_lr, config.initial_alpha) == (2e-4, 8e-4, 9e-4, 1.001)
+    assert config.replay_buffer_config["type"] == "PrioritizedEpisodeReplayBuffer" and config.n_step == (2, 5)
+    assert config.model_config["fusionnet_hiddens"] == [256, 256, 256]
+    assert config.model_config["head_fcnet_kernel_initializer_kwargs"] == {"gain": 0.01}
+    assert sac_fidelity["hyperparameters.learning_rate"]["note"].endswith("native.alpha_learning_rate")
+
+
+def test_rllib_refuses_its_pendulum_ppo_script_naming_what_it_does() -> None:
+    from rlcompare_rllib import RLlibAdapter
+
+    with pytest.raises(IncompatibleError, match="pendulum_ppo.py.*not a whole rollout per env"):
+        RLlibAdapter().recommended_settings("Pendulum-v1", "PPO")
+    assert RLlibAdapter().recommended_settings("Acrobot-v1", "DQN") is None

@@ -137,6 +137,23 @@ def test_every_zoo_cell_can_be_planned_now_that_td3_is_a_family_and_one_cell_can
     assert native.settings == "native" and "rl_zoo3/hyperparams/td3.yml" in native.native["source"]
 
 
+def test_one_arm_of_a_study_can_be_planned_alone_and_an_unknown_arm_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--arms native`` plans the native arm only (re-running one adapter's recommendations must not
+    re-run its canonical timeouts); an arm the study does not have is one line, exit 2, no store."""
+    from rlcompare.cli.study import study_plan
+
+    plugins = build_plugin_manager(autoload=False)
+    zoo = plugins.study("sb3-zoo")
+    native = study_plan(plugins, zoo, cells=["td3-pendulum"], arms=["native"])
+    assert [run.run_id for run in native.runs] == [f"sb3-zoo--td3-pendulum--native__sb3__s{seed}" for seed in range(3)]
+    store = tmp_path / "s.db"
+    assert main(["study", "run", "sb3-zoo", "--arms", "natve", "--store", str(store)]) == 2
+    assert not store.exists()
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+        "--arms: study 'sb3-zoo' has no arm 'natve' (its arms: canonical, native)")
+
+
 # -- verdicts ----------------------------------------------------------------------------------------
 
 

@@ -51,6 +51,8 @@ def add_commands(subparsers: Any) -> None:
                              help="only these of the study's adapters (default: every adapter its rows name)")
         command.add_argument("--cells", type=name_list, metavar="C,D",
                              help="only these of the study's cells (default: all; `rlcompare study plan NAME` lists them)")
+        command.add_argument("--arms", type=name_list, metavar="ARM",
+                             help="only these of the study's arms: canonical, native (default: the study's arms)")
         command.add_argument("--seeds", type=positive_int, metavar="N", help="seeds per cell (default: the study's)")
         command.add_argument("--json", action="store_true", help="machine-readable output")
         if name == "run":
@@ -78,8 +80,9 @@ class StudyPlan(Plan):
 
 
 def study_plan(plugins: Plugins, study: Study, adapters: list[str] | None = None,
-               seeds: int | None = None, cells: list[str] | None = None) -> StudyPlan:
-    """The runs of ``study``'s arms: each cell's workload (or only ``cells``'s) with the adapters its
+               seeds: int | None = None, cells: list[str] | None = None,
+               arms: list[str] | None = None) -> StudyPlan:
+    """The runs of ``study``'s arms (or only ``arms``): each cell's workload (or only ``cells``'s) with the adapters its
     published rows name (those not installed refused with the reason; in the native arm, each adapter's own
     recommended settings, or the pair refused with why it has none)."""
     catalogue = plugins.plan_catalogue()
@@ -94,6 +97,10 @@ def study_plan(plugins: Plugins, study: Study, adapters: list[str] | None = None
         unknown = [cell for cell in cells if cell not in cell_ids]
         if unknown:
             raise UsageError(f"--cells: study {study.id!r} has no cell {unknown[0]!r} (its cells: {', '.join(cell_ids)})")
+    if arms is not None:
+        unknown = [arm for arm in arms if arm not in study.arms]
+        if unknown:
+            raise UsageError(f"--arms: study {study.id!r} has no arm {unknown[0]!r} (its arms: {', '.join(study.arms)})")
     plan = Plan()
     unrunnable: list[Unplannable] = []
     for cell in study.cells:
@@ -104,6 +111,8 @@ def study_plan(plugins: Plugins, study: Study, adapters: list[str] | None = None
                          and (adapters is None or row.adapter in adapters)]
         cell_adapters = list(dict.fromkeys(cell_adapters))
         for arm in study.arms:
+            if arms is not None and arm not in arms:
+                continue
             try:
                 workload = workload_from_dict(study.workload_dict(cell.id, arm), f"study {study.id}, cell {cell.id}",
                                               plugins.algorithms)
@@ -145,7 +154,7 @@ def _list(plugins: Plugins, args: argparse.Namespace) -> int:
 
 def _plan(plugins: Plugins, args: argparse.Namespace) -> int:
     study = _study(plugins, args.name)
-    plan = study_plan(plugins, study, args.adapters, args.seeds, args.cells)
+    plan = study_plan(plugins, study, args.adapters, args.seeds, args.cells, args.arms)
     if args.json:
         print(json.dumps({"runs": [{"run_id": r.run_id, "workload": r.workload.id, "adapter": r.adapter_id,
                                     "seed": r.seed} for r in plan.runs],
@@ -168,7 +177,7 @@ def _plan(plugins: Plugins, args: argparse.Namespace) -> int:
 def _run(plugins: Plugins, args: argparse.Namespace) -> int:
     study = _study(plugins, args.name)
     args.store = _store(args, study)
-    plan = study_plan(plugins, study, args.adapters, args.seeds, args.cells)
+    plan = study_plan(plugins, study, args.adapters, args.seeds, args.cells, args.arms)
     for refused in plan.refused:
         note(f"refused: {refused.workload.id} x {refused.adapter_id}: {refused.reason}")
     for cell in plan.unrunnable:

@@ -129,3 +129,52 @@ def _plain(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return repr(value)
+
+
+@dataclass(frozen=True)
+class NativeSetting:
+    """A setting of the native arm (:class:`rlcompare.harness.contract.Recommendation.native`) that the
+    canonical model has no field for, as one adapter applies it: the families it applies to, where it
+    goes in the framework's configuration, the canonical settings it overrides (their entries turn
+    approximate in the native arm: a hyperparameter's name, or a dotted path such as
+    ``network.activation``) and what it does (the fidelity note)."""
+
+    families: tuple[str, ...]
+    target: str
+    replaces: tuple[str, ...] = ()
+    note: str = ""
+
+
+#: Puts one native setting into the framework's configuration: (its description, key, value) -> the
+#: native value to show in the fidelity entry (None: the value itself).
+NativePut = Callable[[NativeSetting, str, Any], Any]
+
+
+def apply_native_settings(workload: WorkloadLike, entries: list[FidelityEntry],
+                          table: Callable[[str, Any], NativeSetting | None], put: NativePut,
+                          framework: str) -> list[FidelityEntry]:
+    """The native arm's settings (``workload.native``: the ``source`` and ``settings`` of the adapter's
+    recommendation) into the framework's configuration through ``put``, each with a fidelity entry; a
+    setting ``table`` does not know for the workload's family is listed as unsupported (not applied);
+    a canonical setting one replaces turns approximate. A canonical workload: ``entries`` unchanged."""
+    import dataclasses
+
+    native = getattr(workload, "native", None) or {}
+    if not native:
+        return entries
+    entries = [*entries, entry("native.source", native.get("source", ""), Fidelity.EXACT, None, None,
+                               "where the native arm's settings come from")]
+    replaced: dict[str, str] = {}
+    for key, value in sorted(dict(native.get("settings") or {}).items()):
+        setting = table(key, value)
+        if setting is None or workload.algorithm not in setting.families:
+            entries.append(entry(f"native.{key}", value, Fidelity.UNSUPPORTED, None, None,
+                                 f"a native setting the {framework} adapter does not apply to {workload.algorithm}"))
+            continue
+        shown = put(setting, key, value)
+        entries.append(entry(f"native.{key}", value, Fidelity.EXACT, setting.target,
+                             value if shown is None else shown, setting.note))
+        replaced.update({name if "." in name else f"hyperparameters.{name}": key for name in setting.replaces})
+    return [dataclasses.replace(item, status=Fidelity.APPROXIMATE,
+                                note=f"{item.note}; in the native arm with native.{replaced[item.setting]}".lstrip("; "))
+            if item.setting in replaced and item.status is Fidelity.EXACT else item for item in entries]

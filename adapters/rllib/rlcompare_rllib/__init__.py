@@ -29,8 +29,10 @@ from rlcompare.adapter import (
     Fidelity,
     FidelityEntry,
     IncompatibleError,
+    NativeSetting,
     ParityOutcome,
     ParityProbe,
+    Recommendation,
     Setting,
     TrainingResult,
     WorkloadLike,
@@ -39,6 +41,7 @@ from rlcompare.adapter import (
     only_if,
     start_private_ray,
 )
+from rlcompare.adapter import apply_native_settings as apply_native
 
 if TYPE_CHECKING:
     from rlcompare.adapter import TrainingContext
@@ -284,7 +287,13 @@ class RLlibAdapter(Adapter):
                              "APPO: asynchronous PPO with V-trace" if algorithm == "APPO" else ""))
         if workload.algorithm == "PPO":
             kwargs["train_batch_size_per_learner"] = _train_batch(workload.hyperparameters.rollout_steps, workload)
-        return kwargs, entries
+        return kwargs, apply_native_settings(workload, kwargs, entries)
+
+    def recommended_settings(self, env: str, algorithm: str) -> Recommendation | None:
+        """RLlib's own tuned example for the family and environment (:mod:`rlcompare_rllib.examples`)."""
+        from rlcompare_rllib.examples import recommendation
+
+        return recommendation(env, algorithm)
 
     def fidelity(self, workload: WorkloadLike) -> list[FidelityEntry]:
         entries = self.native_config(workload)[1]
@@ -307,6 +316,16 @@ class RLlibAdapter(Adapter):
 
         kwargs, _ = self.native_config(workload)
         hp = workload.hyperparameters
+        fragment = kwargs.get("rollout_fragment_length", "auto")
+        n_step = kwargs.get("native_training", {}).get("n_step")
+        if isinstance(n_step, list) and fragment != "auto":
+            # a range of n (the native arm): DQNConfig.validate compares the fragment with n_step, which
+            # fails on a tuple; "auto" is n_step's upper end (DQNConfig.get_rollout_fragment_length)
+            if fragment != n_step[1]:
+                raise IncompatibleError(f"adapter {self.id!r} cannot run workload {workload.id!r}: RLlib takes a "
+                                        f"range n_step={tuple(n_step)} only with rollout_fragment_length 'auto' "
+                                        f"({n_step[1]} steps of each env), not {fragment}")
+            fragment = "auto"
         config = configs[self.algorithm_name(workload)]()
         config = (
             config.environment(env=env)
@@ -315,7 +334,7 @@ class RLlibAdapter(Adapter):
                 num_env_runners=kwargs["num_env_runners"],
                 num_envs_per_env_runner=kwargs["num_envs_per_env_runner"],
                 num_cpus_per_env_runner=1,
-                rollout_fragment_length=kwargs.get("rollout_fragment_length", "auto"),
+                rollout_fragment_length=fragment,
             )
             .learners(num_learners=0)
             .rl_module(model_config=DefaultModelConfig(**kwargs["model_config"]))
@@ -357,6 +376,17 @@ class RLlibAdapter(Adapter):
                 "target_entropy": "auto", "n_step": 1,
                 "training_intensity": kwargs["training_intensity"] if hp.gradient_steps != 1 else None,
             }
+        native = kwargs.get("native_training", {})
+        if "replay_buffer_config" in native:  # prioritized replay: RLlib's prioritized episode buffer
+            training["replay_buffer_config"] = {"type": "PrioritizedEpisodeReplayBuffer", "capacity": hp.buffer_size,
+                                                **native["replay_buffer_config"]}
+        if "grad_clip" in native:
+            common["grad_clip"] = native["grad_clip"]
+        if workload.algorithm == "SAC" and native:
+            # the native arm's separate actor and temperature rates: the canonical learning_rate stays the critics'
+            training.update({key: native[key] for key in ("actor_lr", "alpha_lr") if key in native})
+        training.update({key: tuple(value) if key == "n_step" else value for key, value in native.items()
+                         if key not in ("replay_buffer_config", "grad_clip", "actor_lr", "alpha_lr")})
         return config.training(**common, **training)
 
     # -- training ----------------------------------------------------------------------------------
@@ -411,6 +441,30 @@ class RLlibAdapter(Adapter):
         if update is None:
             return ParityOutcome.unverifiable(f"no {probe.family} probe is implemented for RLlib")
         return update(self, probe)
+
+
+def apply_native_settings(workload: WorkloadLike, kwargs: dict[str, Any],
+                          entries: list[FidelityEntry]) -> list[FidelityEntry]:
+    """The native arm's settings (``workload.native``, from :meth:`RLlibAdapter.recommended_settings`) into
+    the adapter's config: ``training.<key>`` into ``kwargs["native_training"]`` (given to
+    ``AlgorithmConfig.training`` over the canonical ones), ``model_config.<key>`` into the model config;
+    each with a fidelity entry (:func:`rlcompare.harness.fidelity.apply_native_settings`)."""
+    from rlcompare_rllib.examples import native_setting
+
+    def put(setting: NativeSetting, key: str, value: Any) -> None:
+        part, name = setting.target.split(".", 1)
+        if part == "model_config":
+            model = kwargs["model_config"]
+            if key == "head_kernel_initializer":  # [function name, its keyword arguments]
+                model[name], model[f"{name}_kwargs"] = value[0], dict(value[1])
+                return
+            model[name] = value
+            if key == "bias_initializer":
+                model["head_fcnet_bias_initializer"] = value
+        else:
+            kwargs.setdefault("native_training", {})[name] = value
+
+    return apply_native(workload, entries, native_setting, put, "RLlib")
 
 
 def iteration_env_steps(workload: WorkloadLike) -> int:

@@ -7,7 +7,6 @@ subprocess, so ``workers x envs_per_worker`` processes (approximate when envs_pe
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +16,7 @@ from rlcompare.adapter import (
     Capabilities,
     Fidelity,
     FidelityEntry,
+    NativeSetting,
     ParityOutcome,
     ParityProbe,
     Recommendation,
@@ -27,6 +27,7 @@ from rlcompare.adapter import (
     map_settings,
     only_if,
 )
+from rlcompare.adapter import apply_native_settings as apply_native
 
 if TYPE_CHECKING:
     from rlcompare.adapter import TrainingContext
@@ -330,29 +331,24 @@ class LinearSchedule:
 def apply_native_settings(workload: WorkloadLike, kwargs: dict[str, Any],
                           entries: list[FidelityEntry]) -> list[FidelityEntry]:
     """The native arm's settings (``workload.native``, from :meth:`recommended_settings`) into SB3's
-    keyword arguments, each with a fidelity entry; the canonical setting a schedule replaces turns
-    approximate (canonically it is constant). A canonical workload: ``entries`` unchanged."""
-    native = getattr(workload, "native", None) or {}
-    if not native:
-        return entries
-    settings = dict(native.get("settings") or {})
-    entries = list(entries)
-    entries.append(entry("native.source", native.get("source", ""), Fidelity.EXACT, None, None,
-                         "where the native arm's settings come from"))
-    for key, value in sorted(settings.items()):
+    keyword arguments, each with a fidelity entry (:func:`rlcompare.harness.fidelity.apply_native_settings`):
+    ``<name>_schedule = "linear"`` for a scheduled setting the family has (:data:`SCHEDULED`) becomes
+    rl_zoo3's linear schedule from the canonical value, which turns that setting approximate
+    (canonically it is constant)."""
+
+    def schedule(key: str, value: Any) -> NativeSetting | None:
         name = key.removesuffix("_schedule")
         if key.endswith("_schedule") and value == "linear" and name in SCHEDULED and name in kwargs:
-            start = kwargs[name]
-            kwargs[name] = {"linear_from": start}
-            entries.append(entry(f"native.{key}", value, Fidelity.EXACT, name, f"linear_schedule({start})",
-                                 "rl_zoo3's lin_ schedule: progress_remaining x the initial value"))
-            entries = [dataclasses.replace(item, status=Fidelity.APPROXIMATE,
-                                           note=f"linear from {start} to 0 (native arm); canonically constant")
-                       if item.setting == f"hyperparameters.{name}" else item for item in entries]
-        else:
-            entries.append(entry(f"native.{key}", value, Fidelity.UNSUPPORTED, None, None,
-                                 "a native setting the SB3 adapter does not apply"))
-    return entries
+            return NativeSetting((workload.algorithm,), name, (name,),
+                                 "rl_zoo3's lin_ schedule: progress_remaining x the initial value")
+        return None
+
+    def put(setting: NativeSetting, _key: str, _value: Any) -> str:
+        start = kwargs[setting.target]
+        kwargs[setting.target] = {"linear_from": start}
+        return f"linear_schedule({start})"
+
+    return apply_native(workload, entries, schedule, put, "SB3")
 
 
 @hookimpl

@@ -39,6 +39,7 @@ from rlcompare.adapter import (
     Fidelity,
     FidelityEntry,
     Judge,
+    NativeSetting,
     ParityOutcome,
     ParityProbe,
     Recommendation,
@@ -51,6 +52,7 @@ from rlcompare.adapter import (
     only_if,
     train_with_setup,
 )
+from rlcompare.adapter import apply_native_settings as apply_native
 
 if TYPE_CHECKING:
     import numpy as np
@@ -441,7 +443,7 @@ def rlcompare_register_adapters(register: Register) -> None:
 
 
 #: The native arm's settings (:mod:`rlcompare_tianshou.examples`): key -> (the families it applies to, where it
-#: goes in the config as "component.keyword", the canonical settings it replaces).
+#: goes in the config as "component.keyword", the canonical settings it overrides).
 NATIVE_SETTINGS: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
     "n_step_return_horizon": (("DQN", "SAC", "TD3", "DDPG"), "algorithm.n_step_return_horizon", ()),
     "huber_loss_delta": (("DQN",), "algorithm.huber_loss_delta", ()),
@@ -459,37 +461,31 @@ NATIVE_SETTINGS: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
 }
 
 
+def native_setting(key: str, _value: Any = None) -> NativeSetting | None:
+    """How the adapter applies the native setting ``key`` (:data:`NATIVE_SETTINGS`, notes from
+    :data:`rlcompare_tianshou.examples.NATIVE_NOTES`); None: not one it knows."""
+    from rlcompare_tianshou.examples import NATIVE_NOTES
+
+    if key not in NATIVE_SETTINGS:
+        return None
+    families, target, replaces = NATIVE_SETTINGS[key]
+    return NativeSetting(families, target, replaces, NATIVE_NOTES.get(key, ""))
+
+
 def apply_native_settings(workload: WorkloadLike, config: dict[str, dict[str, Any]],
                           entries: list[FidelityEntry]) -> list[FidelityEntry]:
     """The native arm's settings (``workload.native``, from :meth:`TianshouAdapter.recommended_settings`) into
-    the config, each with a fidelity entry; a canonical setting one replaces turns approximate. A canonical
-    workload: ``entries`` unchanged."""
-    import dataclasses
+    the config, each with a fidelity entry (:func:`rlcompare.harness.fidelity.apply_native_settings`). The
+    actor's and alpha's own optimizers copy the main one's settings before their own key."""
 
-    from rlcompare_tianshou.examples import NATIVE_NOTES
-
-    native = getattr(workload, "native", None) or {}
-    if not native:
-        return entries
-    entries = [*entries, entry("native.source", native.get("source", ""), Fidelity.EXACT, None, None,
-                               "where the native arm's settings come from")]
-    replaced: dict[str, str] = {}
-    for key, value in sorted(dict(native.get("settings") or {}).items()):
-        families, target, replaces = NATIVE_SETTINGS.get(key, ((), "", ()))
-        if workload.algorithm not in families:
-            entries.append(entry(f"native.{key}", value, Fidelity.UNSUPPORTED, None, None,
-                                 f"a native setting the Tianshou adapter does not apply to {workload.algorithm}"))
-            continue
-        component, keyword = target.split(".", 1)
+    def put(setting: NativeSetting, _key: str, value: Any) -> None:
+        component, keyword = setting.target.split(".", 1)
         if component in ("actor_optim", "alpha_optim"):
             config[component] = {**config["optim"], keyword: value}
         else:
             config.setdefault(component, {})[keyword] = value
-        entries.append(entry(f"native.{key}", value, Fidelity.EXACT, target, value, NATIVE_NOTES.get(key, "")))
-        replaced.update({f"hyperparameters.{name}": key for name in replaces})
-    return [dataclasses.replace(item, status=Fidelity.APPROXIMATE,
-                                note=f"{item.note}; in the native arm with native.{replaced[item.setting]}")
-            if item.setting in replaced and item.status is Fidelity.EXACT else item for item in entries]
+
+    return apply_native(workload, entries, native_setting, put, "Tianshou")
 
 
 def _fixed_choices(algorithm: str) -> tuple[dict[str, Any], str]:
