@@ -155,6 +155,34 @@ def test_gzip_bundles_and_files_that_are_not_bundles(bundled: Path, tmp_path: Pa
 # -- the digest ------------------------------------------------------------------------------------------
 
 
+def test_a_bundle_verifies_where_a_refusal_was_followed_by_runs_and_a_spec_changed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The matrix is scored from the store's current runs (a pair's refusal record superseded by runs of
+    that pair made since, runs of an older spec kept apart); verification scores the bundle's inputs
+    the same way, so the missing-data reason of a pair whose later runs all timed out is theirs in both."""
+    from tests.test_criteria_support import curve, run_record, workload_spec, write_store
+
+    pend = workload_spec("pend", env="Pendulum-v1", algorithm="SAC", threshold=-250.0)
+    older = {**pend, "env_steps": 500}  # the same workload id under an earlier spec
+    runs = [(run_record(pend, "alpha", seed, final_return=-200.0 - seed, throughput=400.0, startup=1.0,
+                        finished_at=2e9 + seed), curve([(0, 0.0, -1200.0), (1000, 1.0, -200.0 - seed)]))
+            for seed in range(2)]
+    runs.append((run_record(pend, "beta", -1, status="unsupported", error="no recommendation then",
+                            finished_at=1e9), []))
+    runs += [(run_record(pend, "beta", seed, status="timeout", error="killed by the 300 s timeout",
+                         finished_at=2e9 + 10 + seed), []) for seed in range(2)]
+    stale = run_record(older, "alpha", 5, final_return=-900.0, throughput=1.0, startup=1.0, finished_at=1.5e9)
+    runs.append((stale, curve([(0, 0.0, -1200.0), (500, 1.0, -900.0)])))
+    store = write_store(tmp_path / "store.db", runs)
+    assert run_command(["bundle", "--store", str(store), "--out", str(tmp_path / "b.json"), "--reps", REPS]) == 0
+    document = json.loads((tmp_path / "b.json").read_text())
+    assert {"pend__beta__s-1", "pend__alpha__s5"} <= {run["run_id"] for run in document["inputs"]["runs"]}
+    capsys.readouterr()
+    assert run_command(["verify", str(tmp_path / "b.json")]) == 0, capsys.readouterr().out
+    missing = json.dumps(document["matrix"])
+    assert "no valid seed (2 timeout)" in missing and "no recommendation then" not in missing
+
+
 def test_canonical_form_ignores_number_spelling_and_key_order() -> None:
     a = {"b": [1, 2.5, float("inf")], "a": {"y": np.float64(3.0), "x": None}}
     b = {"a": {"x": None, "y": 3}, "b": [1.0, np.float32(2.5).item(), np.inf]}

@@ -338,7 +338,7 @@ def score_inputs(
     """The matrix of ``inputs``: performance criteria computed again by the installed plugins,
     development criteria replayed from their recorded measurements. ``profile`` and ``options``
     default to the recorded ones."""
-    from rlcompare.scoring.engine import score
+    from rlcompare.scoring.engine import score, split_stale_runs
 
     criteria: dict[str, Criterion] = {}
     for declared in inputs.criteria:
@@ -352,9 +352,12 @@ def score_inputs(
             if declared.get("distribution"):
                 where += f" ({declared['distribution']} {declared.get('version') or '?'})"
             raise BundleError(f"criterion {cid!r} (plugin {where}) is not installed here; it cannot be computed again")
-    runs = inputs.runs_frame()
+    # the store's runs as the matrix was scored from them: runs of an older spec of a workload kept
+    # apart, a refusal record of a pair that has run since left out (score_store does the same)
+    runs, stale = split_stale_runs(inputs.runs_frame())
     curves = inputs.curves_frame(runs)
-    data = ScoringData(runs, curves=curves, catalogue=catalogue.with_criteria(criteria), cache=MeasurementCache(None))
+    data = ScoringData(runs, curves=curves, catalogue=catalogue.with_criteria(criteria), cache=MeasurementCache(None),
+                       stale_runs=stale)
     matrix = score(data, criteria, profile or inputs.profile_object(), options or inputs.options_object())
     matrix.criteria = {cid: catalogue.criteria.get(cid, criteria[cid]) for cid in matrix.criteria}
     return matrix
