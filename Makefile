@@ -15,7 +15,8 @@ STAMP := $(VENV)/.rlcompare-installed
 # studies); its dependencies (optuna, the Hugging Face client, SB3-Contrib) serve the zoo's own training
 # scripts, which rlcompare does not run. `pip install 'rlcompare-sb3[zoo]'` installs it whole.
 ZOO := 'rl-zoo3==2.9.2'
-BUILTIN_DISTS := criteria adapters/sb3 adapters/tianshou adapters/rllib adapters/torchrl adapters/skrl adapters/evotorch adapters/sample_factory
+BUILTIN_DISTS := criteria adapters/sb3 adapters/tianshou adapters/rllib adapters/torchrl adapters/skrl adapters/evotorch adapters/sample_factory adapters/rsl_rl adapters/rejax adapters/d3rlpy \
+	adapters/rl_games adapters/mushroom_rl adapters/sbx
 
 .PHONY: install demo demo-all test lint bench clean
 
@@ -31,7 +32,7 @@ ifeq ($(INSTALLER),pip)
 	$(PY) -m pip install --quiet --upgrade pip
 	# the CPU build of torch first, so no dependency pulls a CUDA build
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[test]' $(addprefix -e ,$(BUILTIN_DISTS))
+	$(PY) -m pip install --quiet -e '.[test,envpool]' $(addprefix -e ,$(BUILTIN_DISTS))
 	$(PY) -m pip install --quiet --no-deps $(ZOO)
 else
 	# the venv without ensurepip's copy of pip (10 s of the install on 2 CPUs): the system's pip puts
@@ -42,7 +43,7 @@ else
 		{ $(PY) -m ensurepip --upgrade && $(PY) -m pip install --quiet 'uv>=0.5'; }
 	$(VENV)/bin/uv pip install --quiet --python $(PY) \
 		$$(PYTHONPATH=. $(PY) -m rlcompare.pyenvs.indexes) \
-		torch==2.13.0 pip setuptools -e '.[test]' $(addprefix -e ,$(BUILTIN_DISTS))
+		torch==2.13.0 pip setuptools -e '.[test,envpool]' $(addprefix -e ,$(BUILTIN_DISTS))
 	$(VENV)/bin/uv pip install --quiet --python $(PY) $$(PYTHONPATH=. $(PY) -m rlcompare.pyenvs.indexes) --no-deps $(ZOO)
 endif
 	# bytecode for the project's own modules now (a command run outside make, with

@@ -60,10 +60,13 @@ LAYERS: dict[str, frozenset[str]] = {
 TOP_LEVEL_MODULES = {"__init__", "__main__", "adapter", "hookspecs", "errors"}
 #: Third-party packages the harness may import, and where else it may reach.
 HARNESS_THIRD_PARTY = {"numpy", "gymnasium"}
-HARNESS_EXCEPTIONS = {"rlcompare.harness.private_ray": {"ray"}, "rlcompare.harness.parity_torch": {"torch"}}
+HARNESS_EXCEPTIONS = {"rlcompare.harness.private_ray": {"ray"}, "rlcompare.harness.parity_torch": {"torch"},
+                      "rlcompare.harness.envpool_envs": {"envpool"}}
 #: Top-level names of the built-in plugin distributions.
 BUILTIN_PLUGIN_PACKAGES = ("rlcompare_sb3", "rlcompare_tianshou", "rlcompare_rllib", "rlcompare_torchrl",
-                           "rlcompare_skrl", "rlcompare_evotorch", "rlcompare_sample_factory", "rlcompare_criteria")
+                           "rlcompare_skrl", "rlcompare_evotorch", "rlcompare_sample_factory", "rlcompare_rsl_rl",
+                           "rlcompare_rejax", "rlcompare_d3rlpy", "rlcompare_rl_games", "rlcompare_mushroom_rl",
+                           "rlcompare_sbx", "rlcompare_criteria")
 
 
 @dataclass(frozen=True)

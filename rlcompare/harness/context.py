@@ -92,6 +92,27 @@ class TrainingContext:
         return [self.env_factory(slot) for slot in range(self.workload.parallelism.total_envs)]
 
     @property
+    def simulation(self) -> str:
+        """What steps the training environments: ``"gymnasium"`` or ``"envpool"`` (``parallelism.simulation``)."""
+        from rlcompare.harness.envpool_envs import simulation_of
+
+        return simulation_of(self.workload)
+
+    def vector_env(self, autoreset_mode: Any = "NextStep", num_envs: int | None = None, first_slot: int = 0,
+                   threads: int | None = None) -> Any:
+        """The workload's environments as one counted Gymnasium vector environment (slots ``first_slot``
+        on; ``num_envs``: default every environment of the workload), in ``autoreset_mode``
+        (``gymnasium.vector.AutoresetMode`` or its value: ``"NextStep"``, ``"SameStep"``): one EnvPool
+        when ``parallelism.simulation = "envpool"`` (built with this run's seed; ``threads`` EnvPool
+        threads, default the workload's workers), else Gymnasium's Sync/AsyncVectorEnv over
+        :meth:`env_factories`. Every step is counted as those of :meth:`env_factories` are
+        (:mod:`rlcompare.harness.envpool_envs`)."""
+        from rlcompare.harness.envpool_envs import make_vector_env
+
+        return make_vector_env(self.workload, self.seed, self.counter.path, autoreset_mode, num_envs, first_slot,
+                               threads)
+
+    @property
     def env_steps(self) -> int:
         """Env steps counted by the harness so far, across every process on this host."""
         return self.counter.steps()

@@ -8,6 +8,7 @@ it maps a workload (:class:`FidelityEntry`), and trains with the framework's own
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
@@ -36,6 +37,9 @@ class Capabilities:
     max_workers: int | None = None
     #: Per-algorithm restriction of ``action_spaces`` (e.g. DQN: discrete only); absent = no restriction.
     algorithm_action_spaces: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: What may step the training environments (``parallelism.simulation``): ``gymnasium`` (the harness's
+    #: env factories) and, for an adapter that trains on ``context.vector_env()``, ``envpool``.
+    simulations: frozenset[str] = frozenset({"gymnasium"})
 
     def refusal(self, workload: WorkloadLike, action_space: str | None) -> str | None:
         """Why this adapter cannot run ``workload``, or None when it can."""
@@ -60,6 +64,14 @@ class Capabilities:
             return f"at most {self.max_workers} rollout workers"
         if par.envs_per_worker > 1 and not self.vectorized_envs:
             return "vectorized environments are not offered"
+        simulation = getattr(par, "simulation", "gymnasium")
+        if simulation not in self.simulations:
+            return (f"parallelism.simulation = {simulation!r} is not honoured: the adapter trains on "
+                    f"{' and '.join(sorted(self.simulations))} environments only (EnvPool needs an adapter that "
+                    "trains on the harness's vector environment, context.vector_env())")
+        if simulation == "envpool" and importlib.util.find_spec("envpool") is None:
+            return ("parallelism.simulation = 'envpool' needs the envpool package, which is not installed "
+                    "(pip install 'rlcompare[envpool]')")
         return None
 
     def to_dict(self) -> dict[str, Any]:

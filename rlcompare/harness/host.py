@@ -16,8 +16,9 @@ from typing import Any
 CORE_DISTRIBUTIONS = ("rlcompare", "gymnasium", "numpy")
 
 #: Libraries whose behaviour a comparison depends on whatever the framework: a report flags
-#: workloads whose runs used different versions of them.
-HARNESS_LIBRARIES = ("gymnasium", "numpy")
+#: workloads whose runs used different versions of them. Each is recorded where the run imported it
+#: (envpool: the runs with ``parallelism.simulation = "envpool"`` only).
+HARNESS_LIBRARIES = ("gymnasium", "numpy", "envpool")
 
 
 def distribution_versions(names: Iterable[str]) -> dict[str, str | None]:

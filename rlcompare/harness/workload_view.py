@@ -230,6 +230,8 @@ def workload_view(data: Mapping[str, Any], derived: Mapping[str, Any] | None = N
     values["hyperparameters"] = hyperparameters
     values.setdefault("env_kwargs", {})
     values.setdefault("stop_when_solved", False)  # omitted from the JSON where it is False
+    if isinstance(values["parallelism"], Mapping):  # omitted from the JSON where it is the default
+        values["parallelism"] = {"simulation": "gymnasium", **values["parallelism"]}
     if derived is not None:
         values["derived"] = dict(derived)
     return WorkloadView(values)

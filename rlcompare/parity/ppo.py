@@ -79,6 +79,8 @@ class PPOReference(ReferenceUpdate):
                  "hyperparameters.max_grad_norm", "clipped", "not clipped"),
         _variant("grad_clip_per_network", "gradient norm clipped per network (policy, value) instead of jointly",
                  "defaults.grad_clip_scope", "joint", "per network"),
+        _variant("grad_clip_per_element", "each gradient element clipped to +-max_grad_norm (optax.clip) instead of "
+                 "the global norm (rejax)", "defaults.grad_clip_scope", "joint", "per element"),
         _variant("no_truncation_bootstrap", "truncated episodes are not bootstrapped (treated as terminated)",
                  "defaults.truncation_bootstrap", True, False),
         _variant("no_entropy_bonus", "the entropy bonus is left out although entropy_coef is set",
@@ -95,7 +97,8 @@ class PPOReference(ReferenceUpdate):
     )}
     exclusive: ClassVar[tuple[frozenset[str], ...]] = (
         frozenset({"value_clipping", "value_clipping_max"}), frozenset({"adam_eps_1e-8", "adam_eps_1e-7"}),
-        frozenset({"no_grad_clip", "grad_clip_per_network"}),
+        frozenset({"no_grad_clip", "grad_clip_per_network"}), frozenset({"no_grad_clip", "grad_clip_per_element"}),
+        frozenset({"grad_clip_per_network", "grad_clip_per_element"}),
         frozenset({"no_advantage_normalization", "advantage_std_biased"}),
         frozenset({"no_advantage_normalization", "advantage_norm_with_bootstrap_rows"}),
         frozenset({"advantage_std_biased", "advantage_norm_with_bootstrap_rows"}),
@@ -219,6 +222,8 @@ class PPOReference(ReferenceUpdate):
                                            hp["max_grad_norm"]),
                      **clip_by_global_norm({k: v for k, v in grads.items() if k.startswith("value.")},
                                            hp["max_grad_norm"])}
+        elif "grad_clip_per_element" in variants:
+            grads = {name: grad.clamp(-hp["max_grad_norm"], hp["max_grad_norm"]) for name, grad in grads.items()}
         elif "no_grad_clip" not in variants:
             grads = clip_by_global_norm(grads, hp["max_grad_norm"])
         eps = 1e-8 if "adam_eps_1e-8" in variants else 1e-7 if "adam_eps_1e-7" in variants else ADAM_EPS

@@ -78,6 +78,9 @@ class SACReference(ReferenceUpdate):
                 "defaults.actor_critic_order", "critics stepped first", "critics before their step"),
         Variant("alpha_after_update", "the critics and the actor use alpha after its step",
                 "defaults.alpha_timing", "before its step", "after its step"),
+        Variant("actor_alpha_after_update", "the actor uses alpha after its step, the critics the alpha from before "
+                "(d3rlpy: critic step, then the temperature's, then the actor's)",
+                "defaults.actor_alpha_timing", "before its step", "after its step"),
         Variant("alpha_loss_on_alpha", "temperature loss -mean(alpha * (log pi + target_entropy)) on alpha itself",
                 "defaults.alpha_loss", "log_alpha", "alpha"),
         Variant("critic_sees_env_actions", "the critics see actions in the env's bounds, not in [-1, 1]",
@@ -97,7 +100,8 @@ class SACReference(ReferenceUpdate):
                 "defaults.log_prob_space", "[-1, 1]", "env bounds"),
         Variant("adam_eps_1e-5", "Adam epsilon 1e-5 instead of 1e-8", "defaults.adam_eps", ADAM_EPS, 1e-5),
     )}
-    exclusive = (frozenset({"log_prob_exact_tanh", "log_prob_tanh_eps_float32"}),)
+    exclusive = (frozenset({"log_prob_exact_tanh", "log_prob_tanh_eps_float32"}),
+                 frozenset({"alpha_after_update", "actor_alpha_after_update"}))
 
     def cases(self) -> list[ProbeCase]:
         return [ProbeCase("continuous", {
@@ -206,7 +210,8 @@ class SACReference(ReferenceUpdate):
         critics = {name: params[name].detach() for name in critic_names} if "actor_uses_old_critic" in variants \
             else new_critics
         q_pi = torch.min(*(_q(critics, critic, hidden, act, obs, to_critic(actions_pi)) for critic in _CRITICS))
-        actor_loss = (alpha * log_prob - q_pi).mean()
+        actor_alpha = torch.exp(new_log_alpha) if "actor_alpha_after_update" in variants else alpha
+        actor_loss = (actor_alpha * log_prob - q_pi).mean()
         actor_grads = dict(zip(actor_names, torch.autograd.grad(actor_loss, [params[n] for n in actor_names]),
                                strict=True))
         new_actor = adam_step({name: params[name] for name in actor_names}, actor_grads, lr, eps)

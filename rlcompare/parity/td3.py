@@ -73,6 +73,9 @@ class TD3Reference(ReferenceUpdate):
         Variant("no_truncation_bootstrap", "truncated transitions are not bootstrapped (treated as terminal)",
                 "defaults.truncation_bootstrap", True, False),
         Variant("adam_eps_1e-5", "Adam epsilon 1e-5 instead of 1e-8", "defaults.adam_eps", ADAM_EPS, 1e-5),
+        Variant("target_actor_before_actor_step", "the target actor's Polyak step is taken before the actor's step, "
+                "toward the actor from before it (SBX: every target moves after each critic step)",
+                "hyperparameters.tau", "after the actor's step", "before the actor's step"),
     )}
 
     def cases(self) -> list[ProbeCase]:
@@ -172,7 +175,9 @@ class TD3Reference(ReferenceUpdate):
 
         # 3. the targets, with the actor's step
         online = {**new_critics, **new_actor}
-        new_targets = {name: tau * online[name.replace("_target.", ".", 1)] + (1 - tau) * value
+        followed = {**online, **{name: params[name].detach() for name in actor_names}} \
+            if "target_actor_before_actor_step" in variants else online
+        new_targets = {name: tau * followed[name.replace("_target.", ".", 1)] + (1 - tau) * value
                        for name, value in targets.items()}
 
         numpy = lambda tensor: tensor.detach().numpy().astype(np.float64)  # noqa: E731

@@ -137,8 +137,25 @@ SCALING: list[dict[str, Any]] = [
 ]
 
 
+#: The scaling suite's EnvPool arm: the same PPO, rollouts and budget on CartPole-v1 (EnvPool has no
+#: calibrated environment; its CartPole-v1 is checked equal to Gymnasium's), the training environments
+#: simulated by EnvPool (``parallelism.simulation``; ``workers``: EnvPool's threads for the adapters
+#: that honour it, the others are refused when planning). Evaluation stays on Gymnasium's CartPole-v1.
+SCALING_ENVPOOL: list[dict[str, Any]] = [
+    {
+        "id": f"envpool-ppo-w{workers}",
+        "description": f"PPO on CartPole-v1 simulated by EnvPool, {workers} worker(s) (EnvPool threads)",
+        "env": "CartPole-v1", "algorithm": "PPO", "env_steps": 20_000, "seeds": 2,
+        "parallelism": {"envs_per_worker": 1, "workers": workers, "simulation": "envpool"},
+        "hyperparameters": {**CARTPOLE_PPO_QUICK["hyperparameters"], "rollout_steps": 512 // workers},
+        "evaluation": {"interval_steps": 10_240, "episodes": 5}, "success_threshold": 475.0,
+    }
+    for workers in SCALING_WORKERS
+]
+
+
 def builtin_workloads() -> list[Workload]:
-    specs = [CARTPOLE_PPO_QUICK, CARTPOLE_PPO_DEMO, *CLASSIC, *SCALING]
+    specs = [CARTPOLE_PPO_QUICK, CARTPOLE_PPO_DEMO, *CLASSIC, *SCALING, *SCALING_ENVPOOL]
     return [workload_from_dict(spec, f"built-in workload {spec['id']}") for spec in specs]
 
 
@@ -147,6 +164,7 @@ BUILTIN_SUITES: tuple[Suite, ...] = (
     Suite("demo", ("cartpole-ppo-demo",), "CartPole-v1 PPO on 15,360 env steps, 2 seeds: what `make demo` runs"),
     Suite("quick", ("cartpole-ppo-quick",), "CartPole-v1 PPO with every adapter; about a minute per run"),
     Suite("classic", tuple(spec["id"] for spec in CLASSIC), "CartPole PPO/A2C/PG/DQN/ES, Acrobot DQN, Pendulum SAC/TD3/DDPG; 3 seeds"),
-    Suite("scaling", tuple(spec["id"] for spec in SCALING),
-          "PPO on a calibrated-cost CartPole at 1, 2 and 4 rollout workers (same 512-step rollouts)"),
+    Suite("scaling", tuple(spec["id"] for spec in (*SCALING, *SCALING_ENVPOOL)),
+          "PPO on a calibrated-cost CartPole at 1, 2 and 4 rollout workers (same 512-step rollouts), and an "
+          "EnvPool arm on CartPole-v1 at 1, 2 and 4 workers for the adapters that honour EnvPool"),
 )

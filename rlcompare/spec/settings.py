@@ -33,8 +33,9 @@ from typing import Any
 #: is pinned by the harness; ``parallelism.mode`` is covered by adapters that offer async sampling).
 STRUCTURAL_SETTINGS = ("network.hidden_sizes", "network.activation", "parallelism.envs_per_worker",
                        "parallelism.workers")
-#: Canonical settings a report may list but that do not count (not every adapter must cover them).
-OPTIONAL_SETTINGS = ("parallelism.mode", "parallelism.threads_per_worker")
+#: Canonical settings a report may list but that do not count (not every adapter must cover them;
+#: ``parallelism.simulation`` by the adapters that honour EnvPool, the others refuse it).
+OPTIONAL_SETTINGS = ("parallelism.mode", "parallelism.threads_per_worker", "parallelism.simulation")
 #: Prefixes of the entries that describe departures from the canonical update or schedule.
 DEPARTURE_PREFIXES = ("defaults.", "schedule.")
 #: Prefix of the entry the parity corrections add for the whole update.

@@ -88,6 +88,11 @@ class Parallelism(_Spec):
     threads_per_worker: Int = Field(
         1, gt=0, le=MAX_WORKERS, description="Torch/BLAS threads per process, pinned identically for every adapter."
     )
+    simulation: Literal["gymnasium", "envpool"] = Field(
+        "gymnasium", description="What steps the training environments: 'gymnasium' (the environments the "
+        "harness makes with gymnasium.make, one per slot) or 'envpool' (one EnvPool of the worker's environments, "
+        "stepped in C++; for the environments rlcompare checked against Gymnasium's, and adapters that accept a "
+        "vector environment). Evaluation always runs on Gymnasium's environments.")
 
     @model_validator(mode="after")
     def _fits_the_counter(self) -> Parallelism:
@@ -284,6 +289,8 @@ class Workload(_Spec):
             data.pop("native", None)
         if not data.get("stop_when_solved"):
             data.pop("stop_when_solved", None)
+        if data["parallelism"].get("simulation") == "gymnasium":
+            data["parallelism"].pop("simulation")  # the default: a workload without EnvPool reads as before
         return json.dumps(data)
 
     @functools.cached_property
@@ -381,7 +388,8 @@ def _model_at(loc: list[str]) -> type[BaseModel] | None:
 def check_environment(workload: Workload) -> None:
     """Refuse a workload whose environment is not registered with Gymnasium, or cannot be made with
     its ``env_kwargs`` (imports gymnasium and makes the environment once; only then, since reading
-    a workload must not cost gymnasium's import)."""
+    a workload must not cost gymnasium's import), or that asks EnvPool to simulate an environment it
+    may not (:func:`rlcompare.harness.envpool_envs.envpool_refusal`)."""
     import gymnasium
 
     from rlcompare.harness.counted_envs import make_env, register_builtin_envs
@@ -398,6 +406,13 @@ def check_environment(workload: Workload) -> None:
             f"{dict(workload.env_kwargs)!r} ({message})"
         ) from None
     env.close()
+    if workload.parallelism.simulation == "envpool":
+        from rlcompare.harness.envpool_envs import envpool_refusal
+
+        # whether envpool is installed is the pair's question (an adapter refuses it), not the workload's
+        refusal = envpool_refusal(workload.env, dict(workload.env_kwargs), installed=True)
+        if refusal is not None:
+            raise InvalidWorkloadError(f"workload {workload.id!r}: field 'parallelism.simulation': {refusal}")
 
 
 @dataclass(frozen=True)

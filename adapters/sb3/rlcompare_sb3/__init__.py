@@ -3,6 +3,9 @@
 Parallelism maps to SB3's only mechanism: ``workers == 1`` steps ``envs_per_worker`` environments
 in-process (DummyVecEnv); ``workers > 1`` uses SubprocVecEnv, which runs one environment per
 subprocess, so ``workers x envs_per_worker`` processes (approximate when envs_per_worker > 1).
+With ``parallelism.simulation = "envpool"`` SB3 trains on one EnvPool of every environment instead
+(the harness's ``context.vector_env``, counted by it), through :mod:`rlcompare_sb3.envpool_vec_env`,
+which keeps SB3's same-step autoreset and ``terminal_observation``; ``workers`` are EnvPool's threads.
 """
 
 from __future__ import annotations
@@ -142,6 +145,7 @@ class StableBaselines3Adapter(Adapter):
             modes=frozenset({"sync"}),
             algorithm_action_spaces={"DQN": frozenset({"discrete"}), "SAC": frozenset({"continuous"}),
                                      "TD3": frozenset({"continuous"}), "DDPG": frozenset({"continuous"})},
+            simulations=frozenset({"gymnasium", "envpool"}),
         )
 
     # -- translation -------------------------------------------------------------------------------
@@ -172,6 +176,8 @@ class StableBaselines3Adapter(Adapter):
 
     def _parallelism_fidelity(self, workload: WorkloadLike) -> list[FidelityEntry]:
         par = workload.parallelism
+        if getattr(par, "simulation", "gymnasium") == "envpool":
+            return envpool_fidelity(workload)
         if par.workers == 1:
             return [
                 entry("parallelism.envs_per_worker", par.envs_per_worker, Fidelity.EXACT,
@@ -225,8 +231,14 @@ class StableBaselines3Adapter(Adapter):
         from stable_baselines3.common.callbacks import BaseCallback
         from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-        vec_env_class = DummyVecEnv if workload.parallelism.workers == 1 else SubprocVecEnv
-        env = vec_env_class(context.env_factories())
+        if context.simulation == "envpool":  # one EnvPool, counted by the harness, in SB3's autoreset mode
+            from rlcompare_sb3.envpool_vec_env import GymnasiumVectorVecEnv
+
+            vec_env_class: Any = GymnasiumVectorVecEnv
+            env = GymnasiumVectorVecEnv(context.vector_env("SameStep"))
+        else:
+            vec_env_class = DummyVecEnv if workload.parallelism.workers == 1 else SubprocVecEnv
+            env = vec_env_class(context.env_factories())
         model, kwargs, policy_kwargs = self.build_model(workload, env, context.seed)
         deterministic = context.deterministic
 
@@ -253,7 +265,7 @@ class StableBaselines3Adapter(Adapter):
             context.stop_training()
             env.close()
         native = {"class": f"stable_baselines3.{workload.algorithm}", "vec_env": vec_env_class.__name__,
-                  "n_envs": workload.parallelism.total_envs, **{k: _plain(v) for k, v in kwargs.items()},
+                  "n_envs": workload.parallelism.total_envs, "simulation": context.simulation, **{k: _plain(v) for k, v in kwargs.items()},
                   "policy_kwargs": {key: str(value) for key, value in policy_kwargs.items()}}
         return TrainingResult(policy=policy, framework_env_steps=int(model.num_timesteps), native_config=native)
 
@@ -271,6 +283,37 @@ class StableBaselines3Adapter(Adapter):
         if update is None:
             return ParityOutcome.unverifiable(f"no {probe.family} probe is implemented for SB3")
         return update(self, probe)
+
+
+#: What EnvPool changes in the training environments (rlcompare.harness.envpool_envs says how it was checked).
+ENVPOOL_NOTE = ("one EnvPool (envpool.make, sync mode) of every environment, counted by the harness; SB3's "
+                "same-step autoreset kept: ended environments are reset by EnvPool.reset(env_id) inside the step "
+                "and their last observation handed over as terminal_observation; dynamics, rewards and time limits "
+                "checked equal to Gymnasium's, but EnvPool draws its own random numbers (other episodes for the "
+                "same seed) and an episode failing on its last allowed step is truncated only")
+
+
+def envpool_fidelity(workload: WorkloadLike) -> list[FidelityEntry]:
+    """The parallelism entries of a workload simulated by EnvPool: one pool in the training process
+    (``workers``: EnvPool's threads, not processes)."""
+    par = workload.parallelism
+    n_envs = par.total_envs
+    entries = [entry("parallelism.simulation", "envpool", Fidelity.EXACT, "envpool.make", "envpool", ENVPOOL_NOTE)]
+    if par.workers == 1:
+        return [
+            entry("parallelism.envs_per_worker", par.envs_per_worker, Fidelity.EXACT, "envpool.make(num_envs)",
+                  n_envs, "one EnvPool in the training process"),
+            entry("parallelism.workers", 1, Fidelity.EXACT, "envpool.make(num_threads)", 1,
+                  "one EnvPool thread; the policy acts in the training process"),
+            *entries,
+        ]
+    return [
+        entry("parallelism.envs_per_worker", par.envs_per_worker, Fidelity.APPROXIMATE, "envpool.make(num_envs)",
+              n_envs, f"one EnvPool of all {n_envs} environments, shared by its threads"),
+        entry("parallelism.workers", par.workers, Fidelity.APPROXIMATE, "envpool.make(num_threads)", par.workers,
+              f"{par.workers} EnvPool threads in the training process, not worker processes"),
+        *entries,
+    ]
 
 
 def _plain(value: Any) -> Any:

@@ -13,7 +13,11 @@ said in the fidelity report).
 Parallelism: ``workers == 1`` steps ``envs_per_worker`` environments in-process (SyncVectorEnv);
 ``workers > 1`` uses Gymnasium's AsyncVectorEnv, one subprocess per environment, which is what skrl
 offers for CPU environments (its own ``ParallelTrainer`` runs several agents, not rollout workers).
-skrl has no asynchronous sampling: ``mode = "async"`` is refused.
+skrl has no asynchronous sampling: ``mode = "async"`` is refused. With ``parallelism.simulation =
+"envpool"`` the environments are one EnvPool instead (the harness's ``context.vector_env`` in
+same-step autoreset mode, counted by the harness; ``workers``: EnvPool's threads), wrapped by skrl's
+Gymnasium wrapper like the vector envs above, with Gymnasium's vector ``ClipAction`` /
+``RescaleAction`` where the per-env wrappers below would be.
 
 Actions: PPO and A2C act through ``ClipAction`` (Gaussian samples clipped to the bounds, as SB3);
 SAC's policy outputs actions in env units (a tanh-bounded mean scaled to the bounds); TD3's and
@@ -338,6 +342,7 @@ class SkrlAdapter(Adapter):
             rollout_workers=True,
             modes=frozenset({"sync"}),
             algorithm_action_spaces=dict(ACTION_SPACES),
+            simulations=frozenset({"gymnasium", "envpool"}),
         )
 
     # -- translation -------------------------------------------------------------------------------
@@ -401,7 +406,10 @@ class SkrlAdapter(Adapter):
 
     def train(self, workload: WorkloadLike, context: TrainingContext) -> TrainingResult:
         config, _ = self.native_config(workload)
-        setup = build(workload, config, context.env_factories(), context.seed)
+        if context.simulation == "envpool":  # one EnvPool, counted by the harness, in skrl's autoreset mode
+            setup = build(workload, config, (), context.seed, vector_env=context.vector_env("SameStep"))
+        else:
+            setup = build(workload, config, context.env_factories(), context.seed)
         trace_schedule(setup.agent, workload.algorithm, context)
         return train_with_setup(setup, context)
 
@@ -524,6 +532,8 @@ def _parallelism(workload: WorkloadLike) -> tuple[dict[str, Any], list[FidelityE
     n_envs = par.total_envs
     truncation_note = ("same-step autoreset: after a truncation skrl sees the next episode's first observation, "
                        "so bootstrapping uses that one")
+    if getattr(par, "simulation", "gymnasium") == "envpool":
+        return _envpool_parallelism(workload, truncation_note)
     if par.workers == 1:
         if n_envs == 1:
             env = {"class": "gymnasium.Env", "wrapper": "gymnasium", "n_envs": 1}
@@ -552,6 +562,33 @@ def _parallelism(workload: WorkloadLike) -> tuple[dict[str, Any], list[FidelityE
         ]
     env_entries.append(entry("parallelism.mode", par.mode, Fidelity.EXACT, "SequentialTrainer", "sync"))
     return env, env_entries
+
+
+#: What EnvPool changes in the training environments (rlcompare.harness.envpool_envs says how it was checked).
+ENVPOOL_NOTE = ("one EnvPool (envpool.make, sync mode) of every environment, counted by the harness, as a Gymnasium "
+                "vector env in same-step autoreset mode (ended environments reset by EnvPool.reset(env_id) inside "
+                "the step), wrapped by skrl's Gymnasium wrapper; dynamics, rewards and time limits checked equal to "
+                "Gymnasium's, but EnvPool draws its own random numbers (other episodes for the same seed) and an "
+                "episode failing on its last allowed step is truncated only")
+
+
+def _envpool_parallelism(workload: WorkloadLike, truncation_note: str) -> tuple[dict[str, Any], list[FidelityEntry]]:
+    """One EnvPool in the training process; ``workers`` are its threads, not processes."""
+    par = workload.parallelism
+    n_envs = par.total_envs
+    env = {"class": "rlcompare.harness.envpool_envs.CountedEnvPool", "autoreset_mode": "same-step",
+           "wrapper": "gymnasium", "n_envs": n_envs, "simulation": "envpool", "threads": par.workers}
+    status = Fidelity.EXACT if par.workers == 1 else Fidelity.APPROXIMATE
+    threads = ("one EnvPool thread" if par.workers == 1
+               else f"{par.workers} EnvPool threads in the training process, not worker processes")
+    return env, [
+        entry("parallelism.envs_per_worker", par.envs_per_worker, status, "envpool.make(num_envs)", n_envs,
+              f"one EnvPool of {n_envs} environments in the training process; {truncation_note}"),
+        entry("parallelism.workers", par.workers, status, "envpool.make(num_threads)", par.workers,
+              f"{threads}; the policy acts in the training process"),
+        entry("parallelism.simulation", "envpool", Fidelity.EXACT, "envpool.make", "envpool", ENVPOOL_NOTE),
+        entry("parallelism.mode", par.mode, Fidelity.EXACT, "SequentialTrainer", "sync"),
+    ]
 
 
 # -------------------------------------------------------------------------------------------------
@@ -648,8 +685,11 @@ class SkrlSetup:
         self.env.close()
 
 
-def build(workload: WorkloadLike, config: dict[str, Any], env_fns: Sequence[Callable[[], Any]], seed: int) -> SkrlSetup:
-    """Build the wrapped env, models, memory and agent for ``workload`` as ``config`` says."""
+def build(workload: WorkloadLike, config: dict[str, Any], env_fns: Sequence[Callable[[], Any]], seed: int,
+          vector_env: Any = None) -> SkrlSetup:
+    """Build the wrapped env, models, memory and agent for ``workload`` as ``config`` says; on
+    ``vector_env`` (a Gymnasium vector env in same-step autoreset mode: the harness's EnvPool) instead
+    of ``env_fns`` where one is given."""
     import gymnasium
     from skrl.envs.wrappers.torch import wrap_env
     from skrl.memories.torch import RandomMemory
@@ -658,15 +698,23 @@ def build(workload: WorkloadLike, config: dict[str, Any], env_fns: Sequence[Call
     set_seed(seed)  # random, numpy, torch and skrl's env-reset key (env i gets seed + i)
     env_config = config["env"]
     fns = list(env_fns)
-    space = _action_space(fns[0])
-    if isinstance(space, gymnasium.spaces.Box) and workload.algorithm in ON_POLICY:
+    space = vector_env.single_action_space if vector_env is not None else _action_space(fns[0])
+    clip = isinstance(space, gymnasium.spaces.Box) and workload.algorithm in ON_POLICY
+    if clip:
         fns = [ClippedActions(fn) for fn in fns]  # Gaussian samples clipped to the bounds, as SB3 does
     rescale = env_config.get("action_rescale")
     action_bounds = None
     if rescale is not None:  # TD3, DDPG: the actor and its noises act on the action scaled to [-1, 1]
         fns = [ScaledActions(fn, *rescale) for fn in fns]
         action_bounds = (space.low, space.high)
-    if env_config["n_envs"] == 1:
+    if vector_env is not None:  # the same wrappers, for the whole vector env
+        raw = vector_env
+        if clip:
+            raw = gymnasium.wrappers.vector.ClipAction(raw)
+        if rescale is not None:
+            dtype = space.dtype.type
+            raw = gymnasium.wrappers.vector.RescaleAction(raw, dtype(rescale[0]), dtype(rescale[1]))
+    elif env_config["n_envs"] == 1:
         raw = fns[0]()
     else:
         vector_class = (gymnasium.vector.SyncVectorEnv if env_config["class"].endswith("SyncVectorEnv")

@@ -1,0 +1,35 @@
+"""XLA's CPU threads, pinned as the harness pins torch's (``torch.set_num_threads`` and the OpenMP/BLAS
+variables, to ``threads_per_worker``).
+
+JAX's CPU client (PJRT) runs jitted computations on an intra-op thread pool (threads named
+``tf_XLAEigen``) sized to the cores the process may use, whatever ``OMP_NUM_THREADS`` says. Measured
+with jaxlib 0.10.2 on a 2-core machine (a jitted pair of 1024 x 1024 products, per-thread CPU time read
+from ``/proc/self/task``):
+
+- by default the products run on two ``tf_XLAEigen`` threads besides the caller;
+- ``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false`` alone leaves them busy (the flag is known to XLA,
+  which rejects unknown ones, but the thunk runtime's pool ignores it); the often-quoted
+  ``intra_op_parallelism_threads=1`` is no XLA flag at all (without a leading ``--`` XLA reads it as a
+  file name);
+- ``PJRT_NPROC=1`` sizes the pool to one thread (``xla::DefaultThreadPoolSize``, in jaxlib's
+  ``libjax_common.so``, reads ``PJRT_NPROC``, then ``NPROC``, before it falls back to the core count;
+  ``NPROC=1`` measured the same): no ``tf_XLAEigen`` thread is started and the work runs on one thread.
+
+Both are set before JAX is imported (PJRT reads them when the CPU backend starts): ``PJRT_NPROC`` to
+the workload's threads, and Eigen's multi-threading off when that is 1. JAX keeps a dozen idle service
+threads of its own (dispatch, profiler, gRPC) that compute nothing.
+"""
+
+from __future__ import annotations
+
+#: The XLA flag this module manages (others in ``XLA_FLAGS`` are kept).
+EIGEN_FLAG = "--xla_cpu_multi_thread_eigen"
+
+
+def thread_environment(threads: int, xla_flags: str = "") -> dict[str, str]:
+    """The environment variables that pin XLA's CPU threads to ``threads``, given the current
+    ``XLA_FLAGS`` (its other flags kept)."""
+    flags = [flag for flag in xla_flags.split() if not flag.startswith(f"{EIGEN_FLAG}=")]
+    if threads == 1:
+        flags.append(f"{EIGEN_FLAG}=false")
+    return {"PJRT_NPROC": str(threads), "XLA_FLAGS": " ".join(flags)}
