@@ -244,6 +244,8 @@ class SBXAdapter(Adapter):
                      "gymnasium", "numpy")
     install_requires = ENVIRONMENT_REQUIRES
     environment_requires = ENVIRONMENT_REQUIRES
+    #: JAX stays out of the main environment: SBX always runs in its own.
+    requires_isolation = True
 
     def capabilities(self) -> Capabilities:
         return Capabilities(
