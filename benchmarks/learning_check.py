@@ -2,12 +2,13 @@
 settings, 3 seeds x 100k env steps, and the harness's final evaluation returns are printed, with the
 first env step at which an evaluation reached the task's threshold (475).
 
-    python benchmarks/learning_check.py [--adapters sb3,rllib,tianshou,torchrl,skrl,evotorch,sample-factory]
-                                        [--seeds 3]
+    python benchmarks/learning_check.py [--adapters A,B (default: every installed adapter)] [--seeds 3]
                                         [--steps 100000] [--jobs 2] [--store learning_check.db]
 
 Gradient adapters train the classic suite's ``cartpole-ppo``; evolutionary ones (EvoTorch) its
-``cartpole-es``, on the same env-step budget. Each adapter should reach >= 450 with equivalent
+``cartpole-es``; adapters without either (d3rlpy) its ``cartpole-dqn``, all on the same env-step
+budget. An adapter that can run none of them on CartPole (RSL-RL: continuous actions only) is listed
+with the reason its refusal gives, and the others run. Each adapter should reach >= 450 with equivalent
 settings; one that does not points at an unfair mapping (a bug in its adapter) or a real difference,
 to be explained from its fidelity report. Completed runs are kept in the store, so an interrupted
 check resumes with --resume.
@@ -24,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rlcompare.cli.progress import ConsoleProgress  # noqa: E402
+from rlcompare.errors import IncompatibleError  # noqa: E402
 from rlcompare.execution.backend import BackendOptions, Limits  # noqa: E402
 from rlcompare.execution.driver import Driver  # noqa: E402
 from rlcompare.execution.local import LocalBackend  # noqa: E402
@@ -35,12 +37,12 @@ from rlcompare.store.sqlite_store import Store  # noqa: E402
 
 GOAL = 450.0
 #: The classic workload each algorithm family is checked on.
-WORKLOAD_BY_ALGORITHM = {"PPO": "cartpole-ppo", "ES": "cartpole-es"}
+WORKLOAD_BY_ALGORITHM = {"PPO": "cartpole-ppo", "ES": "cartpole-es", "DQN": "cartpole-dqn"}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--adapters", default="sb3,rllib,tianshou,torchrl,skrl,evotorch,sample-factory")
+    parser.add_argument("--adapters", default=None, help="comma-separated adapter ids (default: every installed one)")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=100_000)
     parser.add_argument("--jobs", type=int, default=2)
@@ -58,12 +60,19 @@ def main() -> None:
             "learning check",
         )
     runs_planned = []
-    for adapter_id in args.adapters.split(","):
+    refused: dict[str, str] = {}
+    adapter_ids = args.adapters.split(",") if args.adapters else sorted(plugins.adapters)
+    for adapter_id in adapter_ids:
         offered = plugins.adapter(adapter_id).capabilities().algorithms
-        algorithm = next((name for name in WORKLOAD_BY_ALGORITHM if name in offered), None)
-        if algorithm is None:
-            raise SystemExit(f"adapter {adapter_id!r} offers none of {', '.join(WORKLOAD_BY_ALGORITHM)}")
-        runs_planned += build_plan(plugins.plan_catalogue(), [workloads[algorithm]], [adapter_id]).runs
+        reasons = []
+        for algorithm in (name for name in WORKLOAD_BY_ALGORITHM if name in offered):
+            try:
+                runs_planned += build_plan(plugins.plan_catalogue(), [workloads[algorithm]], [adapter_id]).runs
+                break
+            except IncompatibleError as error:  # e.g. a PPO for continuous actions only: the next family
+                reasons.append(str(error))
+        else:
+            refused[adapter_id] = "; ".join(reasons) or f"offers none of {', '.join(WORKLOAD_BY_ALGORITHM)}"
     # an adapter that does not fit this environment (sample-factory: numpy<2, gymnasium<1.0) runs in
     # its own, built (or reused) here exactly as `rlcompare run` does
     from rlcompare.plan.placement import place_runs
@@ -93,6 +102,10 @@ def main() -> None:
             print(f"{adapter:<10} {', '.join(finals):<26} {mean:>7.1f} {rows['throughput'].mean():>9.0f}/s  "
                   f"{'yes' if (rows['final_return_mean'] >= GOAL).all() else 'NO':<11}  "
                   f"{', '.join('never' if step is None else f'{step:,}' for step in first)}")
+
+
+    for adapter_id, reason in refused.items():
+        print(f"\n{adapter_id}: cannot learn CartPole here: {reason}")
 
 
 def _first_reaching(curves: Any, run_id: str, threshold: float | None) -> int | None:
