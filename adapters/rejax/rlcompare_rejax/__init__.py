@@ -23,7 +23,7 @@ for adapters that step Gymnasium environments:
   runs. The programs are compiled ahead of time before ``context.start_training()``: compile time is
   start-up (recorded as ``compile_seconds``), training time is the compiled program's.
 
-XLA's CPU threads are pinned to ``parallelism.threads_per_worker`` through ``XLA_FLAGS`` before JAX
+XLA's CPU threads are pinned to ``parallelism.threads_per_worker`` through ``PJRT_NPROC`` before JAX
 starts (:func:`rlcompare_rejax.run.configure_xla_threads`).
 """
 
