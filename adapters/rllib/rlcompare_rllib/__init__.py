@@ -380,13 +380,12 @@ class RLlibAdapter(Adapter):
         if "replay_buffer_config" in native:  # prioritized replay: RLlib's prioritized episode buffer
             training["replay_buffer_config"] = {"type": "PrioritizedEpisodeReplayBuffer", "capacity": hp.buffer_size,
                                                 **native["replay_buffer_config"]}
-        if "grad_clip" in native:
+        if "grad_clip" in native:  # a common setting, not a training one
             common["grad_clip"] = native["grad_clip"]
-        if workload.algorithm == "SAC" and native:
-            # the native arm's separate actor and temperature rates: the canonical learning_rate stays the critics'
-            training.update({key: native[key] for key in ("actor_lr", "alpha_lr") if key in native})
+        # the rest over the canonical ones (SAC's actor_lr and alpha_lr: the canonical learning_rate stays the
+        # critics'); a range n_step must be a tuple, RLlib's sign that n is drawn per row
         training.update({key: tuple(value) if key == "n_step" else value for key, value in native.items()
-                         if key not in ("replay_buffer_config", "grad_clip", "actor_lr", "alpha_lr")})
+                         if key not in ("replay_buffer_config", "grad_clip")})
         return config.training(**common, **training)
 
     # -- training ----------------------------------------------------------------------------------
@@ -449,7 +448,7 @@ def apply_native_settings(workload: WorkloadLike, kwargs: dict[str, Any],
     the adapter's config: ``training.<key>`` into ``kwargs["native_training"]`` (given to
     ``AlgorithmConfig.training`` over the canonical ones), ``model_config.<key>`` into the model config;
     each with a fidelity entry (:func:`rlcompare.harness.fidelity.apply_native_settings`)."""
-    from rlcompare_rllib.examples import native_setting
+    from rlcompare_rllib.examples import NATIVE_SETTINGS
 
     def put(setting: NativeSetting, key: str, value: Any) -> None:
         part, name = setting.target.split(".", 1)
@@ -464,7 +463,7 @@ def apply_native_settings(workload: WorkloadLike, kwargs: dict[str, Any],
         else:
             kwargs.setdefault("native_training", {})[name] = value
 
-    return apply_native(workload, entries, native_setting, put, "RLlib")
+    return apply_native(workload, entries, lambda key, _value: NATIVE_SETTINGS.get(key), put, "RLlib")
 
 
 def iteration_env_steps(workload: WorkloadLike) -> int:

@@ -134,10 +134,6 @@ NATIVE_SETTINGS: dict[str, NativeSetting] = {
 }
 
 
-def native_setting(key: str, _value: Any = None) -> NativeSetting | None:
-    return NATIVE_SETTINGS.get(key)
-
-
 def source(path: str, commit: str) -> str:
     return (f"{REPOSITORY}@{commit[:8]} {path} (RLlib's tuned example; PPOConfig/DQNConfig/SACConfig defaults "
             f"of RLlib {RELEASE} for what it leaves unset)")

@@ -442,41 +442,12 @@ def rlcompare_register_adapters(register: Register) -> None:
     register.add_adapter(TianshouAdapter)
 
 
-#: The native arm's settings (:mod:`rlcompare_tianshou.examples`): key -> (the families it applies to, where it
-#: goes in the config as "component.keyword", the canonical settings it overrides).
-NATIVE_SETTINGS: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
-    "n_step_return_horizon": (("DQN", "SAC", "TD3", "DDPG"), "algorithm.n_step_return_horizon", ()),
-    "huber_loss_delta": (("DQN",), "algorithm.huber_loss_delta", ()),
-    "max_grad_norm": (("DQN",), "algorithm.max_grad_norm", ("max_grad_norm",)),
-    "actor_learning_rate": (("TD3", "DDPG"), "actor_optim.lr", ("learning_rate",)),
-    "alpha_learning_rate": (("SAC",), "alpha_optim.lr", ("learning_rate",)),
-    "optimizer_eps": (("PPO", "A2C", "PG"), "optim.eps", ("learning_rate",)),
-    "actor_max_action": (("TD3", "DDPG"), "policy.actor_max_action", ("exploration_noise",)),
-    "conditioned_sigma": (("SAC",), "actor.conditioned_sigma", ()),
-    "exploration_schedule": (("DQN",), "exploration.schedule",
-                             ("exploration_initial_eps", "exploration_final_eps", "exploration_fraction")),
-    "prefill_with_policy": (("DQN", "SAC", "TD3", "DDPG"), "prefill.with_policy", ("learning_starts",)),
-    "shared_network": (("PPO", "A2C"), "network.shared", ()),
-    "orthogonal_init": (("PPO", "A2C"), "network.orthogonal_init", ()),
-}
-
-
-def native_setting(key: str, _value: Any = None) -> NativeSetting | None:
-    """How the adapter applies the native setting ``key`` (:data:`NATIVE_SETTINGS`, notes from
-    :data:`rlcompare_tianshou.examples.NATIVE_NOTES`); None: not one it knows."""
-    from rlcompare_tianshou.examples import NATIVE_NOTES
-
-    if key not in NATIVE_SETTINGS:
-        return None
-    families, target, replaces = NATIVE_SETTINGS[key]
-    return NativeSetting(families, target, replaces, NATIVE_NOTES.get(key, ""))
-
-
 def apply_native_settings(workload: WorkloadLike, config: dict[str, dict[str, Any]],
                           entries: list[FidelityEntry]) -> list[FidelityEntry]:
     """The native arm's settings (``workload.native``, from :meth:`TianshouAdapter.recommended_settings`) into
     the config, each with a fidelity entry (:func:`rlcompare.harness.fidelity.apply_native_settings`). The
     actor's and alpha's own optimizers copy the main one's settings before their own key."""
+    from rlcompare_tianshou.examples import NATIVE_SETTINGS
 
     def put(setting: NativeSetting, _key: str, value: Any) -> None:
         component, keyword = setting.target.split(".", 1)
@@ -485,7 +456,7 @@ def apply_native_settings(workload: WorkloadLike, config: dict[str, dict[str, An
         else:
             config.setdefault(component, {})[keyword] = value
 
-    return apply_native(workload, entries, native_setting, put, "Tianshou")
+    return apply_native(workload, entries, lambda key, _value: NATIVE_SETTINGS.get(key), put, "Tianshou")
 
 
 def _fixed_choices(algorithm: str) -> tuple[dict[str, Any], str]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlcompare.adapter import IncompatibleError, Recommendation
+from rlcompare.adapter import IncompatibleError, NativeSetting, Recommendation
 
 REPOSITORY = "thu-ml/tianshou"
 #: The v2.0.1 release commit, whose scripts the settings below were read from.
@@ -72,24 +72,48 @@ REFUSED: dict[str, tuple[str, tuple[str, ...], str]] = {
             "where the A2C family takes one full-batch step per rollout"),
 }
 
-#: What each native-only setting does, for the fidelity report.
-NATIVE_NOTES = {
-    "n_step_return_horizon": "n-step TD targets (Tianshou's n_step_return_horizon); the canonical families use 1-step",
-    "actor_learning_rate": "the actor's own Adam step size; learning_rate is the critics'",
-    "alpha_learning_rate": "the entropy temperature's own Adam step size (AutoAlpha); learning_rate is actor's and "
-                           "critics'",
-    "actor_max_action": "the actor's tanh output scaled to the env's bound before the policy clips it to [-1, 1] "
-                        "and maps it to [low, high], as the script builds it (max_action=env.action_space.high)",
-    "conditioned_sigma": "the Gaussian actor's log-std: a state-independent parameter (False) as in the script",
-    "huber_loss_delta": "TD loss: None is Tianshou's default mean squared error (the canonical DQN uses Huber 1)",
-    "max_grad_norm": "None: Tianshou's DQN without gradient clipping, as the script builds it",
-    "exploration_schedule": "epsilon piecewise linear over env steps [(steps, eps), ...], as the script's train_fn "
-                            "sets it before every collect (0.1 until 10k, then to 0.01 at 50k)",
-    "prefill_with_policy": "the learning_starts steps are collected by the exploring policy (epsilon 0.1 on the "
-                           "untrained Q-network), as the script's initial collect, not by uniform random actions",
-    "orthogonal_init": "every Linear layer orthogonally initialised (gain 1) with zero bias, as the script does",
-    "shared_network": "actor and critic share one Net (the script's ActorCritic over one preprocessing net)",
-    "optimizer_eps": "Adam's epsilon: Tianshou's (and torch's) default, where the canonical on-policy adapters use 1e-5",
+#: How the Tianshou adapter applies each native setting: the families it applies to, where it goes in the
+#: config ("component.keyword"), the canonical settings it overrides and what it does.
+NATIVE_SETTINGS: dict[str, NativeSetting] = {
+    "n_step_return_horizon": NativeSetting(
+        ("DQN", "SAC", "TD3", "DDPG"), "algorithm.n_step_return_horizon", (),
+        "n-step TD targets (Tianshou's n_step_return_horizon); the canonical families use 1-step"),
+    "huber_loss_delta": NativeSetting(
+        ("DQN",), "algorithm.huber_loss_delta", (),
+        "TD loss: None is Tianshou's default mean squared error (the canonical DQN uses Huber 1)"),
+    "max_grad_norm": NativeSetting(
+        ("DQN",), "algorithm.max_grad_norm", ("max_grad_norm",),
+        "None: Tianshou's DQN without gradient clipping, as the script builds it"),
+    "actor_learning_rate": NativeSetting(
+        ("TD3", "DDPG"), "actor_optim.lr", ("learning_rate",),
+        "the actor's own Adam step size; learning_rate is the critics'"),
+    "alpha_learning_rate": NativeSetting(
+        ("SAC",), "alpha_optim.lr", ("learning_rate",),
+        "the entropy temperature's own Adam step size (AutoAlpha); learning_rate is actor's and critics'"),
+    "optimizer_eps": NativeSetting(
+        ("PPO", "A2C", "PG"), "optim.eps", ("learning_rate",),
+        "Adam's epsilon: Tianshou's (and torch's) default, where the canonical on-policy adapters use 1e-5"),
+    "actor_max_action": NativeSetting(
+        ("TD3", "DDPG"), "policy.actor_max_action", ("exploration_noise",),
+        "the actor's tanh output scaled to the env's bound before the policy clips it to [-1, 1] and maps it to "
+        "[low, high], as the script builds it (max_action=env.action_space.high)"),
+    "conditioned_sigma": NativeSetting(
+        ("SAC",), "actor.conditioned_sigma", (),
+        "the Gaussian actor's log-std: a state-independent parameter (False) as in the script"),
+    "exploration_schedule": NativeSetting(
+        ("DQN",), "exploration.schedule", ("exploration_initial_eps", "exploration_final_eps", "exploration_fraction"),
+        "epsilon piecewise linear over env steps [(steps, eps), ...], as the script's train_fn sets it before every "
+        "collect (0.1 until 10k, then to 0.01 at 50k)"),
+    "prefill_with_policy": NativeSetting(
+        ("DQN", "SAC", "TD3", "DDPG"), "prefill.with_policy", ("learning_starts",),
+        "the learning_starts steps are collected by the exploring policy (epsilon 0.1 on the untrained Q-network), "
+        "as the script's initial collect, not by uniform random actions"),
+    "shared_network": NativeSetting(
+        ("PPO", "A2C"), "network.shared", (),
+        "actor and critic share one Net (the script's ActorCritic over one preprocessing net)"),
+    "orthogonal_init": NativeSetting(
+        ("PPO", "A2C"), "network.orthogonal_init", (),
+        "every Linear layer orthogonally initialised (gain 1) with zero bias, as the script does"),
 }
 
 
