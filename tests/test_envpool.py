@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from rlcompare.errors import IncompatibleError, InvalidWorkloadError
 from rlcompare.harness.workload_view import workload_view
@@ -42,6 +44,19 @@ def test_a_bad_simulation_is_refused_naming_the_field(value: object) -> None:
     message = str(refused.value)
     assert "field 'parallelism.simulation'" in message and "\n" not in message
     assert "'gymnasium' or 'envpool'" in message
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(st.text(max_size=40), st.integers(), st.floats(allow_nan=True), st.booleans(), st.none(),
+                 st.lists(st.text(max_size=8), max_size=3), st.dictionaries(st.text(max_size=5), st.integers(),
+                                                                              max_size=2)))
+def test_any_other_simulation_value_is_refused_in_one_line_naming_the_field(value: object) -> None:
+    """Fuzzed: whatever else the field holds, one line naming it (markup and newlines in the value included)."""
+    assume(value not in ("gymnasium", "envpool"))
+    with pytest.raises(InvalidWorkloadError) as refused:
+        workload_from_dict(_spec(simulation=value), "test")
+    message = str(refused.value)
+    assert "field 'parallelism.simulation'" in message and "\n" not in message
 
 
 def test_a_bad_simulation_exits_2_in_one_line(tmp_path: Path) -> None:
