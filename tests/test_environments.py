@@ -17,6 +17,7 @@ from rlcompare_criteria import adapter_lookup, cold_import, footprint
 from rlcompare.pyenvs import manager as manager_module
 from rlcompare.pyenvs.indexes import IndexSettings, pip_index_settings
 from rlcompare.pyenvs.manager import (
+    BYTECODE_MODE_ENV,
     COMPLETE,
     EnvironmentManager,
     EnvironmentSpec,
@@ -263,8 +264,11 @@ def test_two_concurrent_builds_of_one_environment_build_it_once(tmp_path: Path) 
     assert sum("building environment" in err for _, err in outputs) == 1
 
 
-def test_an_interrupted_build_is_built_again_and_remove_removes_it(isolated_plugin: Path, tmp_path: Path) -> None:
+def test_an_interrupted_build_is_built_again_and_remove_removes_it(isolated_plugin: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from tinyenv_rlcompare import TinyEnvAdapter
+
+    monkeypatch.delenv(BYTECODE_MODE_ENV, raising=False)  # the default: compiled at the build, shared
 
     manager = EnvironmentManager(tmp_path / "environments")
     spec = EnvironmentSpec.for_adapter(TinyEnvAdapter)
@@ -294,6 +298,33 @@ def test_an_interrupted_build_is_built_again_and_remove_removes_it(isolated_plug
     assert verbose.returncode == 0, verbose.stderr[-2000:]
     assert "code object from" in verbose.stderr and "bytecode is stale" not in verbose.stderr
     assert manager.remove() == [again.path] and not any((tmp_path / "environments" / "bytecode").rglob("*.pyc"))
+
+
+def test_on_import_bytecode_compiles_nothing_at_the_build_and_the_first_import_writes_it(
+        isolated_plugin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tinyenv_rlcompare import TinyEnvAdapter
+
+    monkeypatch.setenv(BYTECODE_MODE_ENV, "on-import")
+    environment = EnvironmentManager(tmp_path / "environments").ensure(EnvironmentSpec.for_adapter(TinyEnvAdapter))
+    assert environment.info["bytecode"] == {"mode": "on-import", "reused": 0, "compiled": 0}
+    # none compiled (a wheel may ship a file or two of its own: numpy's distutils one)
+    assert len(list(environment.path.rglob("*.pyc"))) < 5 and not (tmp_path / "environments" / "bytecode").exists()
+
+    def import_verbosely(write: bool) -> str:
+        env = {"PATH": os.environ["PATH"], **({} if write else {"PYTHONDONTWRITEBYTECODE": "1"})}
+        result = subprocess.run([str(environment.python), "-v", "-c", "import numpy, gymnasium"], capture_output=True,
+                                text=True, env=env, timeout=120)
+        assert result.returncode == 0, result.stderr[-2000:]
+        return result.stderr
+
+    numpy_bytecode = f"'{environment.path}/lib/python"  # numpy's bytecode in the environment, as -v names it
+    first = import_verbosely(write=True)  # compiled from source and written
+    assert numpy_bytecode in first and "numpy/__pycache__/__init__" in first
+    assert any(line.startswith("# created") and "numpy/__pycache__" in line for line in first.splitlines())
+    second = import_verbosely(write=False)  # the bytecode the first import wrote is read, and valid
+    assert any(line.startswith("# code object from '") and "numpy/__pycache__/__init__" in line
+               for line in second.splitlines())
+    assert "bytecode is stale" not in second and "# created" not in second
 
 
 def test_an_environment_whose_checkout_is_gone_is_listed_stale_and_removed_alone(

@@ -61,6 +61,12 @@ COMPLETE = "rlcompare-env.complete"
 LOCK = "requirements.lock"
 SOURCES = "worker-src"
 BYTECODE = "bytecode"
+#: ``on-import``: a build compiles no bytecode and leaves each module's to the first import that writes
+#: it (the first run in the environment, where Python writes bytecode). For a throwaway cache whose
+#: environments live for one session, such as the test suite's: compiling every module up front (torch,
+#: JAX, TensorFlow Probability) costs more CPU there than the few modules its runs import. Unset or
+#: anything else: compiled at the build and shared between environments (:mod:`rlcompare.pyenvs.bytecode`).
+BYTECODE_MODE_ENV = "RLCOMPARE_ENV_BYTECODE"
 _PTH = "_rlcompare_worker.pth"
 _NAME = re.compile(r"^(?P<adapter>[a-z][a-z0-9_-]*)-(?P<key>[0-9a-f]{16})$")
 
@@ -367,10 +373,15 @@ class EnvironmentManager:
                             *self.indexes.uv_arguments(), str(path / LOCK)])
         major_minor = version.split(".")[:2]
         site_packages = path / "lib" / f"python{'.'.join(major_minor)}" / "site-packages"
-        self.log(f"{spec.adapter}: installed; compiling bytecode (kept in {self.root / BYTECODE} for the next one)")
-        # bytecode as uv's --compile-bytecode makes it, but compiled once per file for every environment
-        bytecode = link_and_compile(site_packages, path / "bin" / "python", self.root / BYTECODE,
-                                    f"cpython-{''.join(major_minor)}")
+        bytecode: dict[str, Any]
+        if os.environ.get(BYTECODE_MODE_ENV) == "on-import":
+            self.log(f"{spec.adapter}: installed; bytecode left to the first import ({BYTECODE_MODE_ENV}=on-import)")
+            bytecode = {"mode": "on-import", "reused": 0, "compiled": 0}
+        else:
+            self.log(f"{spec.adapter}: installed; compiling bytecode (kept in {self.root / BYTECODE} for the next one)")
+            # bytecode as uv's --compile-bytecode makes it, but compiled once per file for every environment
+            bytecode = {"mode": "compiled", **link_and_compile(site_packages, path / "bin" / "python",
+                                                               self.root / BYTECODE, f"cpython-{''.join(major_minor)}")}
         self._link_sources(spec, path, site_packages)
         info = {
             "adapter": spec.adapter, "key": parts["key"], "key_parts": {k: v for k, v in parts.items() if k != "key"},
