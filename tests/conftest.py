@@ -24,7 +24,7 @@ def _with_path(*dirs: Path) -> str:
 
 @pytest.fixture
 def fake_plugin(monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Install the test plugin (adapters fake, raising, sleepy) through its entry point,
+    """Install the test plugin (adapters fake, batched, hungry, raising, sleepy) through its entry point,
     for this process and for every worker process it starts."""
     monkeypatch.setenv("PYTHONPATH", _with_path(GOOD_PLUGINS))
     monkeypatch.syspath_prepend(str(GOOD_PLUGINS))

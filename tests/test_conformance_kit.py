@@ -48,6 +48,10 @@ BREACHES: dict[str, tuple[str, tuple[str, ...]]] = {
                                     "batches shrink from 8 to 1 as evaluation episodes end")),
     "no_lingering_processes": ("leaky", ("1 processes outlived the run: python",
                                          "stop what train() starts")),
+    "seeds_in_program": ("loneprogram", ("capabilities() declares seeds_in_one_program, but two seeds in one program "
+                                         "did not train into valid runs",
+                                         "does not train several seeds in one program",
+                                         "implement Adapter.train_seeds(workload, contexts)")),
     "parity": ("skewedupdate", ("A2C (discrete): the update differs from the reference and no known variant "
                                 "explains it", "rlcompare parity --adapters skewedupdate shows the verdicts")),
 }

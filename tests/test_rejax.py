@@ -183,12 +183,49 @@ def test_equivalence_check_fails_on_a_deliberately_altered_environment(
 @pytest.fixture(scope="module")
 def rejax_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
     plugins = build_plugin_manager((*BUILTIN_PLUGINS, "rlcompare_rejax"), autoload=False)
-    plan = place_runs(plugins.adapters, build_plan(plugins.plan_catalogue(), [_workload()], ["rejax"]))
+    workloads = [_workload(), PROGRAM]
+    plan = place_runs(plugins.adapters, build_plan(plugins.plan_catalogue(), workloads, ["rejax"]))
     assert {run.environment is not None for run in plan.runs} == {True}
     store = Store(tmp_path_factory.mktemp("rejax") / "runs.db")
     summary = Driver(store, LocalBackend(Limits(900, None), BackendOptions(jobs=1))).run(plan)
-    assert [o.status for o in summary.outcomes] == ["ok"], [o.record.traceback for o in summary.outcomes]
+    assert [o.status for o in summary.outcomes] == ["ok"] * 3, [o.record.traceback for o in summary.outcomes]
     return store
+
+
+#: Two seeds in one vmapped program (``parallelism.seeds_per_program``).
+PROGRAM = _workload(id="rejax-program", seeds=2, parallelism={"envs_per_worker": ENVS, "seeds_per_program": 2})
+
+
+@pytest.mark.framework
+@pytest.mark.timeout(1200)
+def test_two_seeds_in_one_vmapped_program_are_two_runs_each_counted_and_evaluated_on_its_own(
+        rejax_store: Store) -> None:
+    runs = rejax_store.runs_frame().set_index("run_id")
+    pair = [runs.loc[f"rejax-program__rejax__s{seed}"] for seed in (0, 1)]
+    curves = rejax_store.curves_frame()
+    returns = []
+    for run in pair:
+        assert run["status"] == "ok", run["validity_json"]
+        assert run["seeds_in_program"] == 2
+        # each seed's counts come from its own slice of the vmapped env state, checked against its own
+        # global_step, and meet the budget exactly
+        assert run["env_steps"] == run["framework_env_steps"] == BUDGET
+        native = json.loads(run["native_config_json"])
+        assert native["program_seeds"] == [0, 1] and native["seeds_in_program"] == 2
+        assert native["counted_steps"] == native["global_step"] == BUDGET
+        assert native["counted_episodes"] == run["episodes"] > 0
+        curve = curves[curves["run_id"] == run.name]
+        assert list(curve["env_steps"])[:5] == [0, 384, 768, 1152, 1536]
+        returns.append(list(curve["return_mean"]))
+        assert run["throughput"] == pytest.approx(run["env_steps"] / run["training_seconds"])
+    assert returns[0] != returns[1]  # two seeds' policies (their own keys), each evaluated on its own episodes
+    # one program: the same compile and the same process measurements, recorded with each run
+    assert pair[0]["wall_seconds"] == pair[1]["wall_seconds"] and pair[0]["cpu_seconds"] == pair[1]["cpu_seconds"]
+    assert json.loads(pair[0]["native_config_json"])["compile_seconds"] == json.loads(
+        pair[1]["native_config_json"])["compile_seconds"]
+    fidelity = {item["setting"]: item for item in json.loads(pair[0]["fidelity_json"])}
+    assert fidelity["parallelism.seeds_per_program"]["native_name"] == "jax.vmap"
+    assert runs.loc["rejax-tiny__rejax__s0"]["seeds_in_program"] != 2  # a run alone records no program
 
 
 @pytest.mark.framework

@@ -77,6 +77,11 @@ def execute(args: argparse.Namespace, plugins: Plugins, plan: Plan, resume_with:
         raise UsageError(f"--address: only --backend ray joins a cluster, not {args.backend!r}")
     backend = backend_class(Limits(args.timeout, args.max_memory), BackendOptions(jobs=args.jobs, address=args.address))
     backend.check()
+    together = sorted({run.workload.id for run in plan.runs
+                       if run.workload.parallelism.seeds_per_program > 1})
+    if together and not backend_class.programs_of_seeds:
+        raise UsageError(f"workload {together[0]!r}: field 'parallelism.seeds_per_program': the {args.backend} "
+                         "backend runs one seed per task; run several seeds in one program on the local backend")
     # adapters that do not fit the main environment get their own, built before any run starts, and
     # so does each release a run is pinned to (--versions); before the store is opened, so that an
     # environment that cannot be built (a release the index does not have) leaves nothing written

@@ -85,6 +85,11 @@ class Backend(ABC):
 
     name: ClassVar[str]
     description: ClassVar[str] = ""
+    #: Whether one worker may train several runs in one program (``parallelism.seeds_per_program``): its
+    #: worker writes the other runs' results into their run directories, which it must see (a worker on
+    #: the driver's file system). A backend that runs workers elsewhere sets it False; such workloads
+    #: are then refused before anything is written.
+    programs_of_seeds: ClassVar[bool] = True
 
     def __init__(self, limits: Limits | None = None, options: BackendOptions | None = None) -> None:
         self.limits = limits or Limits()

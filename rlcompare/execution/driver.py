@@ -16,6 +16,7 @@ stored ok attempt is never displaced by a later one that did not finish (both ar
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import threading
 import time
@@ -84,6 +85,9 @@ class _InFlight:
     handle: Any
     #: The most runs this driver had in flight at once while this one ran (itself included).
     peak_in_flight: int = 1
+    #: The other runs trained in this run's program (``parallelism.seeds_per_program``), each with its
+    #: own directory: stored from it when the program ends.
+    companions: list[tuple[PlannedRun, RunDirectory]] = field(default_factory=list)
 
 
 def run_spec(planned: PlannedRun, directory: RunDirectory, launched_at: float) -> RunSpec:
@@ -144,7 +148,8 @@ class Driver:
                 pending.append(planned)
         if not pending:
             return summary
-        pending = round_robin(pending)
+        companions_of = group_programs(pending)  # several seeds in one program: the first stands for them
+        pending = round_robin([planned for planned in pending if planned.run_id in companions_of])
         self.backend.open()
         active: list[_InFlight] = []
         restore = self._catch_signals()
@@ -152,7 +157,8 @@ class Driver:
             capacity = max(1, self.backend.capacity())
             while ((pending and not summary.unstored) or active) and self._stop_signal is None:
                 while pending and len(active) < capacity and not summary.unstored and self._stop_signal is None:
-                    started = self._claim_and_submit(pending.pop(0), resume, summary)
+                    leader = pending.pop(0)
+                    started = self._claim_and_submit(leader, resume, summary, companions_of[leader.run_id])
                     if started is None:
                         continue
                     active.append(started)
@@ -163,12 +169,12 @@ class Driver:
                     ending = self.backend.poll(run.handle)
                     if ending is not None:
                         active.remove(run)
-                        summary.outcomes.append(self._finish(run, ending, summary))
+                        summary.outcomes.extend(self._finish(run, ending, summary))
             if self._stop_signal is not None:
                 reason = f"interrupted by {signal.Signals(self._stop_signal).name}"
                 for run in active:
                     ending = self.backend.cancel(run.handle, "interrupted", reason)
-                    summary.outcomes.append(self._finish(run, ending, summary))
+                    summary.outcomes.extend(self._finish(run, ending, summary))
                 active.clear()
                 summary.interrupted_by = self._stop_signal
         finally:
@@ -199,8 +205,19 @@ class Driver:
 
         return restore
 
-    def _claim_and_submit(self, planned: PlannedRun, resume: bool, summary: RunSummary) -> _InFlight | None:
-        """Claim the run in the store, then start it; None when another driver has it or did it."""
+    def _claim_and_submit(self, planned: PlannedRun, resume: bool, summary: RunSummary,
+                          companions: Sequence[PlannedRun] = ()) -> _InFlight | None:
+        """Claim the run (and the companions of its program) in the store, then start the ones claimed as
+        one program; None when another driver has them all or did them."""
+        claimed = [run for run in (self._claim(member, resume, summary) for member in (planned, *companions))
+                   if run is not None]
+        if not claimed:
+            return None
+        (leader, directory), *others = claimed
+        return self._submit(leader, directory, others)
+
+    def _claim(self, planned: PlannedRun, resume: bool, summary: RunSummary) -> tuple[PlannedRun, RunDirectory] | None:
+        """Claim one run in the store with a directory of its own; None when another driver has it or did it."""
         directory = RunDirectory.create(self.store.path, planned.run_id)
         try:
             claim = self.store.claim_run(planned.run_id, planned.workload.digest, str(directory.path), self.owner,
@@ -216,17 +233,37 @@ class Driver:
                 holder = claim.holder.describe() if claim.holder is not None else "another driver"
                 summary.taken.append((planned.run_id, holder))
             return None
-        return self._submit(planned, directory)
+        return planned, directory
 
-    def _submit(self, planned: PlannedRun, directory: RunDirectory) -> _InFlight:
+    def _submit(self, planned: PlannedRun, directory: RunDirectory,
+                companions: Sequence[tuple[PlannedRun, RunDirectory]] = ()) -> _InFlight:
         launched_at = time.time()
-        directory.write_spec(run_spec(planned, directory, launched_at))
+        for companion, companion_directory in companions:  # each its own spec, so a later driver can store it
+            companion_directory.write_spec(run_spec(companion, companion_directory, launched_at))
+        spec = run_spec(planned, directory, launched_at)
+        if companions:
+            spec = dataclasses.replace(spec, companions=tuple(
+                {"run_id": companion.run_id, "seed": companion.seed, "run_dir": str(companion_directory.path)}
+                for companion, companion_directory in companions))
+        directory.write_spec(spec)
         handle = self.backend.submit(planned, directory)
         if self.on_start is not None:
-            self.on_start(planned)
-        return _InFlight(planned, directory, launched_at, handle)
+            for member in (planned, *(companion for companion, _ in companions)):
+                self.on_start(member)
+        return _InFlight(planned, directory, launched_at, handle, companions=list(companions))
 
-    def _finish(self, run: _InFlight, ending: Ending, summary: RunSummary) -> RunOutcome:
+    def _finish(self, run: _InFlight, ending: Ending, summary: RunSummary) -> list[RunOutcome]:
+        outcomes = [self._finish_one(run, ending, summary)]
+        for planned, directory in run.companions:  # the program's other runs: their results, its ending
+            result = directory.read_result()
+            shared = dataclasses.replace(ending, result=result, earlier_attempts=[], output_tail=ending.output_tail)
+            if result is None and shared.stop_status is None:
+                shared.stop_status, shared.stop_reason = "failed", "its program ended without this run's result"
+            companion = _InFlight(planned, directory, run.launched_at, run.handle, run.peak_in_flight)
+            outcomes.append(self._finish_one(companion, shared, summary))
+        return outcomes
+
+    def _finish_one(self, run: _InFlight, ending: Ending, summary: RunSummary) -> RunOutcome:
         for reason, points in ending.earlier_attempts:  # kept beside the final attempt, never lost
             earlier = Ending(result=None, stop_status="interrupted", stop_reason=reason)
             self._store(build_record(run.planned, earlier, points, run.launched_at), points, run.directory, summary,
@@ -292,6 +329,28 @@ def planned_from_spec(spec: RunSpec, families: Families | None = None) -> Planne
 
 #: What a run that ended before its worker wrote a result is stored with.
 _NO_RESULT = RunResult(run_id="?", status="failed")
+
+
+def group_programs(runs: Sequence[PlannedRun]) -> dict[str, list[PlannedRun]]:
+    """The runs that train together (``parallelism.seeds_per_program`` > 1): the runs of one adapter and
+    one workload, in seed order, in groups of that many (the last may be smaller; after a resume, the
+    seeds still to run). Returns each group's first run id with the others of its group; a run alone
+    maps to no companions."""
+    groups: dict[str, list[PlannedRun]] = {}
+    together: dict[tuple[str, str], list[PlannedRun]] = {}
+    for planned in runs:
+        size = getattr(planned.workload.parallelism, "seeds_per_program", 1)
+        if size > 1:
+            together.setdefault((planned.adapter_id, planned.workload.digest), []).append(planned)
+        else:
+            groups[planned.run_id] = []
+    for members in together.values():
+        members.sort(key=lambda planned: planned.seed)
+        size = members[0].workload.parallelism.seeds_per_program
+        for start in range(0, len(members), size):
+            leader, *others = members[start:start + size]
+            groups[leader.run_id] = others
+    return groups
 
 
 def round_robin(runs: Sequence[PlannedRun]) -> list[PlannedRun]:
@@ -380,6 +439,7 @@ def build_record(planned: PlannedRun, ending: Ending, curve: Sequence[CurvePoint
         development_json=result.development,
         traceback=result.traceback or (ending.output_tail if status not in ("ok", "invalid") else None),
         note=ending.note,
+        seeds_in_program=result.seeds_in_program if (result.seeds_in_program or 1) > 1 else None,
     )
 
 

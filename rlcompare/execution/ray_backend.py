@@ -83,6 +83,8 @@ class RayBackend(Backend):
     #: How often a run whose node was lost is started again on the nodes left (0: stored
     #: ``interrupted`` at the first loss).
     node_loss_retries: ClassVar[int] = 2
+    #: A task runs its worker in a folder of its node and streams one run's points and result back.
+    programs_of_seeds: ClassVar[bool] = False
 
     def __init__(self, *args: Any, execute: Execute | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -73,6 +73,9 @@ class TrainingContext:
         self.solved_policy: Policy | None = None
         self.solved_framework_env_steps: int | None = None
         self.solved_at: int | None = None
+        #: Every context of this run's program (``parallelism.seeds_per_program``, :meth:`share_clocks`):
+        #: an evaluation in one of them pauses the training clocks of all. Empty: a run alone.
+        self.program: list[TrainingContext] = []
 
     # -- for adapters ------------------------------------------------------------------------------
 
@@ -246,10 +249,19 @@ class TrainingContext:
         self._exclude(time.perf_counter() - started)
 
     def _exclude(self, seconds: float) -> None:
-        """Count ``seconds`` as evaluation time, out of training time."""
+        """Count ``seconds`` as evaluation time, out of training time (of every run of the program: the
+        seeds trained together wait while one is evaluated)."""
         self.evaluation_seconds += seconds
-        if self._training_stopped is None:
-            self._evaluation_during_training += seconds
+        for context in self.program or [self]:
+            if context._training_stopped is None:
+                context._evaluation_during_training += seconds
+
+    @staticmethod
+    def share_clocks(contexts: list[TrainingContext]) -> None:
+        """Make ``contexts`` the runs of one program: an evaluation in any of them is left out of the
+        training time of all (each run's training time is then the program's, less every evaluation)."""
+        for context in contexts:
+            context.program = list(contexts)
 
     def close(self) -> None:
         self._evaluator.close()

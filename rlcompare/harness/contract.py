@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -40,6 +41,9 @@ class Capabilities:
     #: What may step the training environments (``parallelism.simulation``): ``gymnasium`` (the harness's
     #: env factories) and, for an adapter that trains on ``context.vector_env()``, ``envpool``.
     simulations: frozenset[str] = frozenset({"gymnasium"})
+    #: Whether the adapter trains several seeds in one program (``parallelism.seeds_per_program``), through
+    #: :meth:`Adapter.train_seeds`.
+    seeds_in_one_program: bool = False
 
     def refusal(self, workload: WorkloadLike, action_space: str | None) -> str | None:
         """Why this adapter cannot run ``workload``, or None when it can."""
@@ -64,6 +68,8 @@ class Capabilities:
             return f"at most {self.max_workers} rollout workers"
         if par.envs_per_worker > 1 and not self.vectorized_envs:
             return "vectorized environments are not offered"
+        if getattr(par, "seeds_per_program", 1) > 1 and not self.seeds_in_one_program:
+            return "several seeds in one program (parallelism.seeds_per_program) are not offered"
         simulation = getattr(par, "simulation", "gymnasium")
         if simulation not in self.simulations:
             return (f"parallelism.simulation = {simulation!r} is not honoured: the adapter trains on "
@@ -160,6 +166,13 @@ class Adapter(ABC):
         """Train for ``workload.env_steps`` on ``context.env_factory`` environments, calling
         ``context.start_training()`` once everything is built and ``context.checkpoint(policy)``
         often while training."""
+
+    def train_seeds(self, workload: WorkloadLike, contexts: Sequence[TrainingContext]) -> list[TrainingResult]:
+        """Train one run per context in one program (``parallelism.seeds_per_program``; only for an
+        adapter whose capabilities declare ``seeds_in_one_program``): each context is a run of its own,
+        with its seed, counter and evaluations, as in :meth:`train`. Return one result per context, in
+        order. The contexts share their training clocks (an evaluation of one pauses them all)."""
+        raise NotImplementedError(f"adapter {self.id!r} does not train several seeds in one program")
 
     def budget_tolerance(self, workload: WorkloadLike) -> BudgetTolerance:
         """How far a run may land from its budget, and the framework's count from the harness's.

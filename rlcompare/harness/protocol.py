@@ -94,6 +94,9 @@ class RunSpec:
     parity: tuple[dict[str, Any], ...] | None = None
     #: What the run imports of its framework, timed by the worker first thing (none: not timed).
     framework_modules: tuple[str, ...] = ()
+    #: The other seeds this worker trains in the same program (``parallelism.seeds_per_program``), each
+    #: a run of its own: ``{"run_id", "seed", "run_dir"}``. Empty: this run alone.
+    companions: tuple[dict[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -105,6 +108,7 @@ class RunSpec:
             "environment": None if self.environment is None else self.environment.to_dict(),
             "parity": None if self.parity is None else list(self.parity),
             "framework_modules": list(self.framework_modules),
+            "companions": [dict(companion) for companion in self.companions],
         }
 
     @classmethod
@@ -140,6 +144,7 @@ class RunSpec:
             environment=WorkerEnvironment.from_dict(values["environment"]) if values.get("environment") else None,
             parity=_parity(values.get("parity"), where),
             framework_modules=_names(values, "framework_modules", where),
+            companions=_companions(values.get("companions"), where),
         )
 
 
@@ -228,6 +233,9 @@ class RunResult:
     #: interpreter): ``{"import": {...}, "api": {...}}``
     #: (:func:`rlcompare.harness.framework_import.measure_in_this_interpreter`); None: not measured.
     development: dict[str, Any] | None = None
+    #: How many seeds (runs) trained in the program this run was part of (None or 1: alone). Each run's
+    #: training time is then the program's, so its throughput is its own steps over the shared time.
+    seeds_in_program: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = {item.name: getattr(self, item.name) for item in fields(self)}
@@ -273,6 +281,7 @@ class RunResult:
             cpu_steal=_optional_number(values, "cpu_steal", where),
             development=(None if values.get("development") is None
                          else _table(values["development"], f"{where} field 'development'")),
+            seeds_in_program=_optional_integer(values, "seeds_in_program", where),
         )
 
 
@@ -340,3 +349,18 @@ def _number(values: Mapping[str, Any], name: str, where: str, default: float | N
 
 def _optional_number(values: Mapping[str, Any], name: str, where: str) -> float | None:
     return None if values.get(name) is None else _number(values, name, where)
+
+
+def _companions(value: Any, where: str) -> tuple[dict[str, Any], ...]:
+    """A run spec's ``companions``: tables of ``run_id`` (text), ``seed`` (integer), ``run_dir`` (text)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ProtocolError(f"{where}: field 'companions' must be a list of tables")
+    companions = []
+    for index, item in enumerate(value):
+        table = _table(item, f"{where} field 'companions[{index}]'")
+        inner = f"{where} field 'companions[{index}]'"
+        companions.append({"run_id": _text(table, "run_id", inner), "seed": _integer(table, "seed", inner),
+                           "run_dir": _text(table, "run_dir", inner)})
+    return tuple(companions)

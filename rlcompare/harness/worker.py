@@ -86,6 +86,51 @@ def run_spec(spec: RunSpec) -> RunResult:
     return result
 
 
+def run_program(spec: RunSpec) -> list[RunResult]:
+    """Train the spec's run and its companions in one program (``parallelism.seeds_per_program``, the
+    adapter's :meth:`~rlcompare.harness.contract.Adapter.train_seeds`); return one result per run, the
+    spec's own first. Each run keeps its own context (counter, evaluations, curve); their training
+    clocks are shared, and each result records how many seeds the program trained."""
+    from rlcompare.harness.context import TrainingContext
+
+    workload = workload_view(spec.workload, spec.workload_derived)
+    members = [(spec.run_id, spec.seed, spec.run_dir)] + [
+        (companion["run_id"], companion["seed"], companion["run_dir"]) for companion in spec.companions]
+    shared = {"host": host_info(), "versions": distribution_versions(spec.distributions), "fidelity": spec.fidelity}
+    results = [RunResult(run_id=run_id, status="failed", seeds_in_program=len(members), **shared)
+               for run_id, _seed, _run_dir in members]
+    contexts = [TrainingContext(workload, seed, run_dir, launched_at=spec.launched_at)
+                for _run_id, seed, run_dir in members]
+    TrainingContext.share_clocks(contexts)
+    try:
+        adapter = load_adapter_class(spec.adapter_class)()
+        try:
+            outcomes = adapter.train_seeds(workload, contexts)
+        finally:
+            for context in contexts:
+                context.stop_training()
+        if len(outcomes) != len(contexts):
+            raise RuntimeError(f"train_seeds returned {len(outcomes)} results for {len(contexts)} seeds")
+        for index, (context, outcome) in enumerate(zip(contexts, outcomes, strict=True)):
+            final = context.final_evaluation(outcome.policy, outcome.framework_env_steps)
+            results[index] = dataclasses.replace(
+                results[index], status="ok", framework_env_steps=outcome.framework_env_steps,
+                native_config=outcome.native_config, final_return_mean=final.return_mean,
+                final_return_std=final.return_std)
+    except Exception as exc:  # noqa: BLE001 - any failure of a framework fails the runs not finished
+        results = [result if result.status == "ok" else
+                   dataclasses.replace(result, error=_first_line(exc), traceback=traceback.format_exc())
+                   for result in results]
+    finally:
+        for index, context in enumerate(contexts):
+            context.stop_training()
+            measured = context.summary()
+            context.close()
+            results[index] = dataclasses.replace(results[index], **measured,
+                                                 versions={**results[index].versions, **loaded_versions()})
+    return results
+
+
 def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
 
@@ -112,11 +157,20 @@ def main(argv: list[str] | None = None) -> int:
         # every process this run starts is marked with the attempt, whatever backend started it
         os.environ.setdefault(ATTEMPT_ENV, data["run_dir"])
     development = measure_framework(data)
+    companions: list[tuple[Path, RunResult]] = []
     try:
         spec = RunSpec.from_dict(data)
-        result = run_spec(spec)
+        if spec.companions:  # several seeds in one program: each companion's result goes to its own directory
+            result, *others = run_program(spec)
+            companions = [(Path(companion["run_dir"]), other)
+                          for companion, other in zip(spec.companions, others, strict=True)]
+        else:
+            result = run_spec(spec)
     except Exception as exc:  # noqa: BLE001 - e.g. the adapter's plugin vanished; still a result
         result = RunResult(run_id=run_id, status="failed", error=_first_line(exc), traceback=traceback.format_exc())
+    for run_dir, other in companions:
+        RunDirectory(run_dir).write_result(
+            dataclasses.replace(other, worker_seconds=time.time() - started, development=development))
     result = dataclasses.replace(result, worker_seconds=time.time() - started, development=development)
     # atomic and synced: the driver (or the next one, if this one died) never reads half a result
     RunDirectory(Path(data["run_dir"])).write_result(result)

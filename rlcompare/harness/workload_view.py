@@ -231,7 +231,7 @@ def workload_view(data: Mapping[str, Any], derived: Mapping[str, Any] | None = N
     values.setdefault("env_kwargs", {})
     values.setdefault("stop_when_solved", False)  # omitted from the JSON where it is False
     if isinstance(values["parallelism"], Mapping):  # omitted from the JSON where it is the default
-        values["parallelism"] = {"simulation": "gymnasium", **values["parallelism"]}
+        values["parallelism"] = {"simulation": "gymnasium", "seeds_per_program": 1, **values["parallelism"]}
     if derived is not None:
         values["derived"] = dict(derived)
     return WorkloadView(values)

@@ -149,6 +149,10 @@ def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
                   "final_return_mean", "final_return_std", "load_start", "load_end", "load_cpus", "cpu_steal",
                   "runs_in_flight", "host_fingerprint", "adapter_plugin", "adapter_distribution",
                   "adapter_version"]].copy()
+    # seeds trained in one program with the run (its time, CPU and memory are the program's); absent from
+    # stores and bundles written before it existed, where every run trained alone
+    frame.insert(frame.columns.get_loc("throughput") + 1, "seeds_in_program",
+                 runs["seeds_in_program"] if "seeds_in_program" in runs else None)
     frame["peak_rss_mib"] = pd.to_numeric(frame.pop("peak_rss_bytes"), errors="coerce") / 2**20
     frame = frame.join(budget_windows(runs))  # each run's grain and the window it was held to
     return frame.rename(columns={"workload_id": "workload"})

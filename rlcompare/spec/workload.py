@@ -93,6 +93,11 @@ class Parallelism(_Spec):
         "harness makes with gymnasium.make, one per slot) or 'envpool' (one EnvPool of the worker's environments, "
         "stepped in C++; for the environments rlcompare checked against Gymnasium's, and adapters that accept a "
         "vector environment). Evaluation always runs on Gymnasium's environments.")
+    seeds_per_program: Int = Field(
+        1, gt=0, le=64, description="Seeds trained together in one program (a JAX adapter vmaps them over its "
+        "seeds), for the adapters that offer it. Each seed stays a run of its own (its own counts, curve and "
+        "evaluation on the harness's environments); each run records how many seeds shared its program, and its "
+        "training time is the program's, so per-run throughput is its own steps over the shared time.")
 
     @model_validator(mode="after")
     def _fits_the_counter(self) -> Parallelism:
@@ -218,6 +223,9 @@ class Workload(_Spec):
     def _stop_needs_a_threshold(self) -> Workload:
         if self.stop_when_solved and self.success_threshold is None:
             raise ValueError("field 'stop_when_solved': needs success_threshold (the return that counts as solved)")
+        if self.stop_when_solved and self.parallelism.seeds_per_program > 1:
+            raise ValueError("field 'parallelism.seeds_per_program': seeds trained in one program run to the same "
+                             "budget, so it cannot be combined with stop_when_solved")
         return self
 
     @model_validator(mode="after")
@@ -291,6 +299,8 @@ class Workload(_Spec):
             data.pop("stop_when_solved", None)
         if data["parallelism"].get("simulation") == "gymnasium":
             data["parallelism"].pop("simulation")  # the default: a workload without EnvPool reads as before
+        if data["parallelism"].get("seeds_per_program") == 1:
+            data["parallelism"].pop("seeds_per_program")  # the default: one seed per program, as before
         return json.dumps(data)
 
     @functools.cached_property

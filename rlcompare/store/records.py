@@ -102,6 +102,10 @@ class RunRecord:
     #: What happened to a run on its way that is not an error (e.g. re-run after losing its cluster
     #: node, and on which node it finished).
     note: str | None = None
+    #: How many seeds (runs) trained in the one program this run was part of
+    #: (``parallelism.seeds_per_program``); NULL: the run trained alone. The runs of a program share its
+    #: training time, its wall time, CPU time and peak memory (the program's, recorded with each).
+    seeds_in_program: int | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

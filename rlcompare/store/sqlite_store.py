@@ -30,7 +30,7 @@ from rlcompare.store.records import RunRecord
 if TYPE_CHECKING:
     import pandas as pd
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 #: Run statuses (see :mod:`rlcompare.store.records`).
 STATUSES = records.STATUSES
@@ -171,8 +171,15 @@ def _migrate_7_to_8(connection: sqlite3.Connection) -> None:
         connection.execute("ALTER TABLE runs ADD COLUMN development_json TEXT")
 
 
+def _migrate_8_to_9(connection: sqlite3.Connection) -> None:
+    """Version 9 records how many seeds trained in one program with each run (``runs.seeds_in_program``,
+    ``parallelism.seeds_per_program``). Older runs have it NULL: each trained alone."""
+    if "seeds_in_program" not in {row[1] for row in connection.execute("PRAGMA table_info(runs)")}:
+        connection.execute("ALTER TABLE runs ADD COLUMN seeds_in_program INTEGER")
+
+
 _MIGRATIONS = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4, 4: _migrate_4_to_5, 5: _migrate_5_to_6,
-               6: _migrate_6_to_7, 7: _migrate_7_to_8}
+               6: _migrate_6_to_7, 7: _migrate_7_to_8, 8: _migrate_8_to_9}
 
 
 #: ``PRAGMA application_id`` of an rlcompare store ("RLCP"): a file without it (and without the

@@ -168,6 +168,32 @@ class Subject:
                                      f"{trial.record.error}); see the rule trains_within_budget")
         return trial
 
+    @property
+    def program_trial(self) -> list[RunRecord]:
+        """Two seeds of the tiny workload in one program (``parallelism.seeds_per_program = 2``): the
+        runs, as ``rlcompare run`` stores them. Only for an adapter that declares ``seeds_in_one_program``."""
+        return self._once("program_trial", self._run_program_trial)
+
+    def _run_program_trial(self) -> list[RunRecord]:
+        directory = self.kit.workdir / self.adapter_id
+        directory.mkdir(parents=True, exist_ok=True)
+        store_path = directory / "program.db"
+        store_path.unlink(missing_ok=True)
+        base = self.workload.to_dict()
+        workload = workload_from_dict(
+            {**base, "id": f"{base['id']}-program", "seeds": 2,
+             "parallelism": {**base["parallelism"], "seeds_per_program": 2}},
+            "the conformance kit's program of two seeds", self.kit.plugins.algorithms)
+        try:
+            plan = build_plan(self.kit.plugins.plan_catalogue(), [workload], [self.adapter_id])
+        except IncompatibleError as refusal:
+            raise ConformanceFailure(f"`rlcompare plan` refuses two seeds in one program: {refusal}") from None
+        plan = place_runs(self.kit.plugins.adapters, plan)
+        backend = LocalBackend(Limits(self.kit.timeout_seconds), BackendOptions(jobs=1))
+        with Store(store_path) as store:
+            summary = Driver(store, backend, families=self.kit.plugins.algorithms).run(plan)
+        return [outcome.record for outcome in summary.outcomes]
+
     def _find_class(self) -> type[Adapter]:
         plugins = self.kit.plugins
         if self.adapter_id in plugins.adapters:
@@ -785,6 +811,24 @@ def check_parity(subject: Subject) -> None:
                                  f"{subject.adapter_id} shows the verdicts; docs/parity.md)")
 
 
+def check_seeds_in_program(subject: Subject) -> None:
+    """An adapter that declares ``seeds_in_one_program`` trains two seeds of the tiny workload in one
+    program into two valid runs, each recording the program (nothing to check for the others)."""
+    if not subject.adapter.capabilities().seeds_in_one_program:
+        return
+    records = subject.program_trial
+    fix = ("implement Adapter.train_seeds(workload, contexts), one TrainingResult per context in order, or "
+           "leave Capabilities.seeds_in_one_program off")
+    failed = [f"{record.run_id} ended {record.status}: {record.error}" for record in records if record.status != "ok"]
+    if failed:
+        raise ConformanceFailure("capabilities() declares seeds_in_one_program, but two seeds in one program did "
+                                 f"not train into valid runs: {'; '.join(failed)[:600]}. Fix: {fix}")
+    alone = [record.run_id for record in records if record.seeds_in_program != 2]
+    if len(records) != 2 or alone:
+        raise ConformanceFailure("capabilities() declares seeds_in_one_program, but the runs do not record a program "
+                                 f"of two seeds ({', '.join(alone) or len(records)}). Fix: {fix}")
+
+
 RULES: tuple[Rule, ...] = (
     Rule("registration", "check_adapter_class passes; the framework names a registry entry", check_registration),
     Rule("light_import", "importing the plugin module loads no framework and no torch", check_light_import),
@@ -799,6 +843,8 @@ RULES: tuple[Rule, ...] = (
     Rule("policy_batches", "well-shaped actions for shrinking batches", check_policy_batches),
     Rule("no_lingering_processes", "no process outlives the run", check_no_lingering_processes),
     Rule("parity", "the framework's own update is the reference's, or differs as declared", check_parity),
+    Rule("seeds_in_program", "seeds_in_one_program, where declared, trains two seeds in one program into two runs",
+         check_seeds_in_program),
 )
 RULES_BY_ID = {rule.id: rule for rule in RULES}
 

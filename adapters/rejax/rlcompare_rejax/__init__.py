@@ -30,6 +30,7 @@ starts (:func:`rlcompare_rejax.run.configure_xla_threads`).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rlcompare import hookimpl
@@ -170,6 +171,7 @@ class RejaxAdapter(Adapter):
             vectorized_envs=True,
             rollout_workers=False,
             modes=frozenset({"sync"}),
+            seeds_in_one_program=True,
         )
 
     def check_compatible(self, workload: WorkloadLike, action_space: str | None) -> None:
@@ -202,6 +204,11 @@ class RejaxAdapter(Adapter):
             entry("parallelism.workers", par.workers, Fidelity.EXACT, "num_envs", 1,
                   "one jitted program in the training process"),
         ]
+        if par.seeds_per_program > 1:
+            entries.append(entry(
+                "parallelism.seeds_per_program", par.seeds_per_program, Fidelity.EXACT, "jax.vmap",
+                par.seeds_per_program, "the train state vmapped over the seeds' keys (init_state and "
+                "train_iteration under jax.vmap, as rejax trains many seeds at once): one compiled program"))
         entries.extend(PPO_DEPARTURES)
         return kwargs, entries
 
@@ -211,6 +218,15 @@ class RejaxAdapter(Adapter):
     # -- training ----------------------------------------------------------------------------------
 
     def train(self, workload: WorkloadLike, context: TrainingContext) -> TrainingResult:
+        return self._train_program(workload, [context], batched=False)[0]
+
+    def train_seeds(self, workload: WorkloadLike, contexts: Sequence[TrainingContext]) -> list[TrainingResult]:
+        """Every context's seed in one program: the train state vmapped over the seeds, one compiled
+        program stepping all of them segment by segment; each seed's counts, curve and policy its own."""
+        return self._train_program(workload, list(contexts), batched=True)
+
+    def _train_program(self, workload: WorkloadLike, contexts: list[TrainingContext],
+                       batched: bool) -> list[TrainingResult]:
         refusal = twin_refusal(workload.env, dict(workload.env_kwargs))
         if refusal is not None:
             raise IncompatibleError(f"adapter {self.id!r} cannot run workload {workload.id!r}: {refusal}")
@@ -221,31 +237,40 @@ class RejaxAdapter(Adapter):
         xla_flags = None if started_before else configure_xla_threads(threads)
 
         from rlcompare_rejax.equivalence import check_equivalence
-        from rlcompare_rejax.run import RejaxRun
+        from rlcompare_rejax.run import RejaxRun, SeedView
 
         checked = time.perf_counter()
-        verdict = check_equivalence(workload.env, episodes=EQUIVALENCE_EPISODES, seed=context.seed,
+        verdict = check_equivalence(workload.env, episodes=EQUIVALENCE_EPISODES, seed=contexts[0].seed,
                                     max_steps=EQUIVALENCE_MAX_STEPS)
         checked = time.perf_counter() - checked
         if not verdict.passed:
             raise RuntimeError(f"the gymnax environment is not the workload's: {verdict.summary()}")
         config, _ = self.native_config(workload)
-        run = RejaxRun(workload.algorithm, workload.env, config, context.seed,
+        seeds = [context.seed for context in contexts]
+        run = RejaxRun(workload.algorithm, workload.env, config, seeds if batched else seeds[0],
                        pad_batch=workload.evaluation.episodes)
         native = {**config, "equivalence": verdict.to_dict(), "compile_seconds": round(run.compile_seconds, 3),
                   "equivalence_seconds": round(checked, 3),
                   "xla_flags": xla_flags, "xla_threads_pinned": not started_before,
-                  "steps_per_iteration": run.steps_per_iteration, "seeds_in_program": 1}
-        segments = SegmentedTraining(run, context, workload)
-        context.start_training()
+                  "steps_per_iteration": run.steps_per_iteration, "seeds_in_program": len(seeds)}
+        if batched:
+            native["program_seeds"] = seeds
+        views = [SeedView(run, index) for index in range(len(seeds))] if batched else [run]
+        trainings = [SegmentedTraining(view, context, workload) for view, context in zip(views, contexts, strict=True)]
+        for context in contexts:
+            context.start_training()
         try:
-            with context.until_solved():
-                segments.run()
+            if batched:
+                SegmentedTraining.run_together(run, trainings)
+            else:
+                with contexts[0].until_solved():
+                    trainings[0].run()
         finally:
-            context.stop_training()
-        native.update(segments.record())
-        return TrainingResult(policy=run.policy_fn(context.deterministic, context.seed),
-                              framework_env_steps=run.framework_steps, native_config=native)
+            for context in contexts:
+                context.stop_training()
+        return [TrainingResult(policy=view.policy_fn(context.deterministic, context.seed),
+                               framework_env_steps=view.framework_steps, native_config={**native, **training.record()})
+                for view, context, training in zip(views, contexts, trainings, strict=True)]
 
     # -- parity ------------------------------------------------------------------------------------
 
@@ -280,19 +305,30 @@ class SegmentedTraining:
         self.episodes_reported = np.zeros(run.algo.num_envs, dtype=np.int64)
 
     def run(self) -> None:
+        self.run_together(self.run_, [self])
+
+    @staticmethod
+    def run_together(program: Any, trainings: list[SegmentedTraining]) -> None:
+        """Run ``program`` (one run, or the seeds of one vmapped program) segment by segment; after each
+        segment every seed's counts go to its own context, which evaluates its own policy. The seeds share
+        the workload, so their segments end at the same grid points."""
         from rlcompare_rejax.run import iterations_to
 
-        context, run = self.context, self.run_
-        context.checkpoint(run.policy_fn(context.deterministic, context.seed), 0)
-        interval = self.workload.evaluation.interval_steps
-        while not context.budget_reached:
-            done = run.iterations * run.steps_per_iteration
-            target = min((done // interval + 1) * interval, self.workload.env_steps)
-            iterations = iterations_to(target, done, run.steps_per_iteration)
-            run.run_iterations(iterations)
-            self.segments += 1
-            self._report(iterations)
-            context.checkpoint(run.policy_fn(context.deterministic, context.seed), run.framework_steps)
+        for training in trainings:
+            context, run = training.context, training.run_
+            context.checkpoint(run.policy_fn(context.deterministic, context.seed), 0)
+        workload = trainings[0].workload
+        interval = workload.evaluation.interval_steps
+        while not all(training.context.budget_reached for training in trainings):
+            done = program.iterations * program.steps_per_iteration
+            target = min((done // interval + 1) * interval, workload.env_steps)
+            iterations = iterations_to(target, done, program.steps_per_iteration)
+            program.run_iterations(iterations)
+            for training in trainings:
+                context, run = training.context, training.run_
+                training.segments += 1
+                training._report(iterations)
+                context.checkpoint(run.policy_fn(context.deterministic, context.seed), run.framework_steps)
 
     def _report(self, iterations: int) -> None:
         import numpy as np

@@ -55,9 +55,14 @@ def jax_backend_started() -> bool:
 
 class RejaxRun:
     """A rejax algorithm built from the workload's mapped configuration, on the counted gymnax twin of
-    the workload's environment, with its train state and compiled programs."""
+    the workload's environment, with its train state and compiled programs.
 
-    def __init__(self, algorithm: str, env_id: str, config: dict[str, Any], seed: int,
+    ``seeds``: one seed, or a list of them trained in one program (``parallelism.seeds_per_program``):
+    the train state is then vmapped over the seeds (rejax's own way of training many seeds at once,
+    ``jax.vmap(algo.train)``), one compiled program runs every seed's iterations, and :class:`SeedView`
+    reads one seed's counts, step count and policy out of it."""
+
+    def __init__(self, algorithm: str, env_id: str, config: dict[str, Any], seeds: int | list[int],
                  pad_batch: int = 1) -> None:
         import jax
         import jax.numpy as jnp
@@ -83,12 +88,21 @@ class RejaxRun:
         def iterate(ts: Any, iterations: Any) -> Any:
             return jax.lax.fori_loop(0, iterations, lambda _, state: algo.train_iteration(state), ts)
 
+        self.batched = not isinstance(seeds, int)
         started = time.perf_counter()
-        init = jax.jit(algo.init_state).lower(jax.random.PRNGKey(seed)).compile()
+        if self.batched:
+            self.seeds = [int(seed) for seed in seeds]  # type: ignore[union-attr]
+            keys = jnp.stack([jax.random.PRNGKey(seed) for seed in self.seeds])
+            init = jax.jit(jax.vmap(algo.init_state)).lower(keys).compile()
+            initial = init(keys)
+            iterate = jax.vmap(iterate, in_axes=(0, None))  # every seed runs the same number of iterations
+        else:
+            self.seeds = [int(seeds)]  # type: ignore[arg-type]
+            key = jax.random.PRNGKey(self.seeds[0])
+            initial = jax.jit(algo.init_state).lower(key).compile()(key)
         # strongly typed leaves (init_state leaves Python scalars such as global_step=0 weakly typed),
         # so the state the compiled program returns has exactly the types it was compiled for
-        self.ts = jax.tree.map(lambda leaf: jnp.array(leaf, dtype=jnp.asarray(leaf).dtype),
-                               init(jax.random.PRNGKey(seed)))
+        self.ts = jax.tree.map(lambda leaf: jnp.array(leaf, dtype=jnp.asarray(leaf).dtype), initial)
         self._iterate = jax.jit(iterate).lower(self.ts, jnp.int32(0)).compile()
         self._act = self._compile_policy()
         self.compile_seconds = time.perf_counter() - started
@@ -154,17 +168,28 @@ class RejaxRun:
 
         obs_shape = tuple(algo.obs_space.shape)
         example = jnp.zeros((self.pad_batch, *obs_shape), dtype=jnp.float32)
-        rms = getattr(self.ts, "obs_rms_state", None)
-        return jax.jit(act).lower(self.ts.actor_ts.params, rms, example, jax.random.PRNGKey(0),
-                                  jnp.bool_(True)).compile()
+        params, rms = self._actor_state(0)  # one seed's parameters: the same shapes for every seed
+        return jax.jit(act).lower(params, rms, example, jax.random.PRNGKey(0), jnp.bool_(True)).compile()
 
-    def policy_fn(self, deterministic: bool, seed: int) -> Callable[[np.ndarray], np.ndarray]:
-        """A numpy policy on the current parameters (frozen now: later segments do not change it)."""
+    def _actor_state(self, index: int) -> tuple[Any, Any]:
+        """The actor's parameters and observation statistics of the seed at ``index`` (of the one seed
+        when the state is not batched)."""
         import jax
-        import jax.numpy as jnp
 
         params = self.ts.actor_ts.params
         rms = getattr(self.ts, "obs_rms_state", None)
+        if not self.batched:
+            return params, rms
+        pick = lambda leaf: leaf[index]  # noqa: E731
+        return jax.tree.map(pick, params), None if rms is None else jax.tree.map(pick, rms)
+
+    def policy_fn(self, deterministic: bool, seed: int, index: int = 0) -> Callable[[np.ndarray], np.ndarray]:
+        """A numpy policy on the current parameters of the seed at ``index`` (frozen now: later segments
+        do not change it)."""
+        import jax
+        import jax.numpy as jnp
+
+        params, rms = self._actor_state(index)
         compiled, pad, discrete = self._act, self.pad_batch, self.discrete
         keys = [jax.random.PRNGKey(seed)]
         flag = jnp.bool_(deterministic)
@@ -185,6 +210,33 @@ class RejaxRun:
             return actions.astype(np.float32).reshape(rows, -1)
 
         return policy
+
+
+class SeedView:
+    """One seed of a :class:`RejaxRun` trained in one program with others, read as a run of its own: its
+    counts, rejax's step count and its policy (the program itself runs every seed's iterations)."""
+
+    def __init__(self, run: RejaxRun, index: int) -> None:
+        self.program = run
+        self.index = index
+        self.algo = run.algo
+        self.steps_per_iteration = run.steps_per_iteration
+        self.gradient_steps_per_iteration = run.gradient_steps_per_iteration
+
+    @property
+    def iterations(self) -> int:
+        return self.program.iterations
+
+    def counts(self) -> tuple[np.ndarray, np.ndarray]:
+        steps, episodes = self.program.counts()
+        return steps[self.index], episodes[self.index]
+
+    @property
+    def framework_steps(self) -> int:
+        return int(self.program.ts.global_step[self.index])
+
+    def policy_fn(self, deterministic: bool, seed: int) -> Callable[[np.ndarray], np.ndarray]:
+        return self.program.policy_fn(deterministic, seed, index=self.index)
 
 
 def iterations_to(target_steps: int, done_steps: int, steps_per_iteration: int) -> int:

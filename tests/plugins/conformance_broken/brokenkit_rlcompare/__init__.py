@@ -160,7 +160,16 @@ class CoarseGrain(Stepper):
         return BudgetTolerance("generation", 1_000, 1_000)
 
 
-ADAPTERS = (Stepper, UnregisteredFramework, EagerDeclarations, PartialFidelity, Overshoot, NoCheckpoints,
+class LoneProgram(Stepper):
+    id = "loneprogram"
+    summary = "declares seeds in one program, trains one seed per process"
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(algorithms=frozenset({"A2C"}), action_spaces=frozenset({"discrete"}),
+                            seeds_in_one_program=True)
+
+
+ADAPTERS = (LoneProgram, Stepper, UnregisteredFramework, EagerDeclarations, PartialFidelity, Overshoot, NoCheckpoints,
             SqueezedActions, LeakyProcesses, SkewedUpdate, PaddedFidelity, CoarseGrain)
 
 

@@ -122,9 +122,50 @@ class HungryAdapter(FakeAdapter):
         return result
 
 
+class BatchedAdapter(FakeAdapter):
+    """``fake``'s random actions for several seeds in one program (``parallelism.seeds_per_program``): one
+    process steps every seed's environment in turn, each counted and evaluated in its own context.
+    ``BATCHED_FAIL_AT`` (env steps): raise once the first seed has stepped that far."""
+
+    id = "batched"
+    summary = "random actions, several seeds in one process (tests only)"
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(algorithms=ALL, rollout_workers=False, seeds_in_one_program=True)
+
+    def train_seeds(self, workload: Any, contexts: Any) -> list[TrainingResult]:
+        fail_at = int(os.environ.get("BATCHED_FAIL_AT", "0"))
+        envs = [context.env_factory(0)() for context in contexts]
+        policies = []
+        for context, env in zip(contexts, envs, strict=True):
+            space = env.action_space
+            space.seed(context.seed)
+            env.reset(seed=context.seed)
+            policies.append(lambda observations, space=space: np.array([space.sample() for _ in observations]))
+        for context in contexts:
+            context.start_training()
+        steps = [0] * len(contexts)
+        while not all(context.budget_reached for context in contexts):
+            for index, (context, env) in enumerate(zip(contexts, envs, strict=True)):
+                if context.budget_reached:
+                    continue
+                _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+                steps[index] += 1
+                if terminated or truncated:
+                    env.reset()
+                context.checkpoint(policies[index], steps[index])
+            if fail_at and steps[0] >= fail_at:
+                raise RuntimeError(f"batched failed at {steps[0]} env steps")
+        seeds = [context.seed for context in contexts]
+        return [TrainingResult(policy=policy, framework_env_steps=count,
+                               native_config={"pid": os.getpid(), "program_seeds": seeds})
+                for policy, count in zip(policies, steps, strict=True)]
+
+
 @hookimpl
 def rlcompare_register_adapters(register: Any) -> None:
     register.add_adapter(FakeAdapter)
+    register.add_adapter(BatchedAdapter)
     register.add_adapter(HungryAdapter)
     register.add_adapter(RaisingAdapter)
     register.add_adapter(SleepyAdapter)
