@@ -116,6 +116,14 @@ def test_programs_group_one_adapters_seeds_in_order_and_regroup_what_a_resume_le
         "together__a__s0": 1, "together__b__s0": 1, "together__c__s0": 0, "together__c__s1": 0}
 
 
+def test_an_adapter_may_report_the_setting_without_it_counting() -> None:
+    from rlcompare.spec.settings import outside_settings
+
+    # a canonical setting, as parallelism.simulation: listed by the adapters that honour it, not counted
+    assert outside_settings(["parallelism.seeds_per_program", "hyperparameters.made_up"], ["learning_rate"]) == [
+        "hyperparameters.made_up"]
+
+
 def test_the_setting_shapes_the_runs_only_where_it_says_something() -> None:
     alone = workload_from_dict({**SPEC, "parallelism": {}}, "t")
     together = workload_from_dict(SPEC, "t")

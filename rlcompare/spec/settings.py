@@ -34,8 +34,10 @@ from typing import Any
 STRUCTURAL_SETTINGS = ("network.hidden_sizes", "network.activation", "parallelism.envs_per_worker",
                        "parallelism.workers")
 #: Canonical settings a report may list but that do not count (not every adapter must cover them;
-#: ``parallelism.simulation`` by the adapters that honour EnvPool, the others refuse it).
-OPTIONAL_SETTINGS = ("parallelism.mode", "parallelism.threads_per_worker", "parallelism.simulation")
+#: ``parallelism.simulation`` by the adapters that honour EnvPool, ``parallelism.seeds_per_program`` by those
+#: that train several seeds in one program; the others refuse them).
+OPTIONAL_SETTINGS = ("parallelism.mode", "parallelism.threads_per_worker", "parallelism.simulation",
+                     "parallelism.seeds_per_program")
 #: Prefixes of the entries that describe departures from the canonical update or schedule.
 DEPARTURE_PREFIXES = ("defaults.", "schedule.")
 #: Prefix of the entry the parity corrections add for the whole update.
