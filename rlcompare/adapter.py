@@ -28,6 +28,7 @@ from rlcompare.harness.fidelity import (
     entry,
     map_settings,
     only_if,
+    vector_env_fidelity,
 )
 from rlcompare.harness.limits import COUNTER_SLOTS
 from rlcompare.harness.parity import ParityOutcome, ParityProbe
@@ -46,7 +47,7 @@ __all__ = [
     "ADAPTER_ID_PATTERN", "COUNTER_SLOTS", "GRANULARITIES", "Adapter", "BudgetTolerance", "Capabilities",
     "EnvFactory", "Fidelity", "FidelityEntry", "IncompatibleError", "Judge", "NativeSetting", "ParityOutcome", "ParityProbe", "Policy", "Recommendation", "Setting",
     "TrainingContext", "TrainingResult", "TrainingSetup", "WorkloadLike", "apply_native_settings", "entry", "episode_step_limit", "gradient_steps_between_target_syncs", "make_env", "map_settings", "only_if",
-    "start_private_ray", "train_with_setup",
+    "start_private_ray", "train_with_setup", "vector_env_fidelity",
 ]
 
 #: Names whose modules import numpy and gymnasium: loaded when first read, not with this facade.

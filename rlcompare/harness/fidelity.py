@@ -108,6 +108,29 @@ def entry(setting: str, value: Any, status: Fidelity, native_name: str | None = 
     return FidelityEntry(setting, _plain(value), status, native_name, _plain(native_value), note)
 
 
+def vector_env_fidelity(workload: WorkloadLike, in_process: str, in_subprocesses: str,
+                        subprocess_call: str) -> list[FidelityEntry]:
+    """``parallelism.envs_per_worker`` and ``parallelism.workers`` for a framework whose vector env steps
+    every environment sequentially in the training process with one worker (``in_process``, e.g. SB3's
+    ``DummyVecEnv``), and with more workers runs each environment of every worker in a subprocess of its
+    own (``in_subprocesses``, built as ``subprocess_call``, e.g. ``SubprocVecEnv(n_envs)``): exact, except
+    several environments per worker across workers, which become one process each (approximate)."""
+    par = workload.parallelism
+    if par.workers == 1:
+        return [
+            entry("parallelism.envs_per_worker", par.envs_per_worker, Fidelity.EXACT, in_process,
+                  par.envs_per_worker, "stepped sequentially in the training process"),
+            entry("parallelism.workers", 1, Fidelity.EXACT, in_process, 1),
+        ]
+    status = Fidelity.EXACT if par.envs_per_worker == 1 else Fidelity.APPROXIMATE
+    return [
+        entry("parallelism.envs_per_worker", par.envs_per_worker, status, in_subprocesses, 1,
+              f"{in_subprocesses} runs one environment per process"),
+        entry("parallelism.workers", par.workers, status, subprocess_call, par.total_envs,
+              f"{par.total_envs} subprocesses"),
+    ]
+
+
 def only_if(expected: Any, note: str) -> Judge:
     """Exact when the canonical value equals ``expected``; unsupported otherwise. ``note`` says how
     the framework fixes this behaviour, which is also why an exact entry names no native setting."""

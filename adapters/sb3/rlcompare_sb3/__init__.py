@@ -29,6 +29,7 @@ from rlcompare.adapter import (
     entry,
     map_settings,
     only_if,
+    vector_env_fidelity,
 )
 from rlcompare.adapter import apply_native_settings as apply_native
 
@@ -178,19 +179,7 @@ class StableBaselines3Adapter(Adapter):
         par = workload.parallelism
         if getattr(par, "simulation", "gymnasium") == "envpool":
             return envpool_fidelity(workload)
-        if par.workers == 1:
-            return [
-                entry("parallelism.envs_per_worker", par.envs_per_worker, Fidelity.EXACT,
-                      "DummyVecEnv", par.envs_per_worker, "stepped sequentially in the training process"),
-                entry("parallelism.workers", 1, Fidelity.EXACT, "DummyVecEnv", 1),
-            ]
-        status = Fidelity.EXACT if par.envs_per_worker == 1 else Fidelity.APPROXIMATE
-        return [
-            entry("parallelism.envs_per_worker", par.envs_per_worker, status, "SubprocVecEnv", 1,
-                  "SubprocVecEnv runs one environment per process"),
-            entry("parallelism.workers", par.workers, status, "SubprocVecEnv(n_envs)", par.total_envs,
-                  f"{par.total_envs} subprocesses"),
-        ]
+        return vector_env_fidelity(workload, "DummyVecEnv", "SubprocVecEnv", "SubprocVecEnv(n_envs)")
 
     def fidelity(self, workload: WorkloadLike) -> list[FidelityEntry]:
         return self.native_config(workload)[1]

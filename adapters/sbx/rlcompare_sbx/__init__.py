@@ -54,6 +54,7 @@ from rlcompare.adapter import (
     entry,
     map_settings,
     only_if,
+    vector_env_fidelity,
 )
 
 if TYPE_CHECKING:
@@ -279,27 +280,12 @@ class SBXAdapter(Adapter):
         entries.append(network_entry)
         entries.append(entry("network.activation", net.activation, Fidelity.EXACT, "policy_kwargs.activation_fn",
                              activation))
-        entries.extend(self._parallelism_fidelity(workload))
+        # SB3's vector envs, which SBX trains on
+        entries.extend(vector_env_fidelity(workload, "DummyVecEnv", "SubprocVecEnv", "SubprocVecEnv(n_envs)"))
         entries.extend(DEPARTURES.get(algorithm, ()))
         if algorithm == "PPO" and workload.hyperparameters.normalize_advantage:  # type: ignore[union-attr]
             entries.append(PPO_ADVANTAGE_STD)
         return kwargs, entries
-
-    def _parallelism_fidelity(self, workload: WorkloadLike) -> list[FidelityEntry]:
-        par = workload.parallelism
-        if par.workers == 1:
-            return [
-                entry("parallelism.envs_per_worker", par.envs_per_worker, Fidelity.EXACT,
-                      "DummyVecEnv", par.envs_per_worker, "stepped sequentially in the training process"),
-                entry("parallelism.workers", 1, Fidelity.EXACT, "DummyVecEnv", 1),
-            ]
-        status = Fidelity.EXACT if par.envs_per_worker == 1 else Fidelity.APPROXIMATE
-        return [
-            entry("parallelism.envs_per_worker", par.envs_per_worker, status, "SubprocVecEnv", 1,
-                  "SubprocVecEnv runs one environment per process"),
-            entry("parallelism.workers", par.workers, status, "SubprocVecEnv(n_envs)", par.total_envs,
-                  f"{par.total_envs} subprocesses"),
-        ]
 
     def fidelity(self, workload: WorkloadLike) -> list[FidelityEntry]:
         return self.native_config(workload)[1]

@@ -51,6 +51,7 @@ from rlcompare.adapter import (
     map_settings,
     only_if,
     train_with_setup,
+    vector_env_fidelity,
 )
 from rlcompare.adapter import apply_native_settings as apply_native
 
@@ -498,24 +499,10 @@ def _network_shapes(algorithm: str, hidden: list[int]) -> dict[str, list[int]]:
 def _parallelism(workload: WorkloadLike) -> tuple[dict[str, Any], list[FidelityEntry]]:
     par = workload.parallelism
     n_envs = par.total_envs
-    if par.workers == 1:
-        venv = {"class": "DummyVectorEnv", "n_envs": n_envs}
-        entries = [
-            entry("parallelism.envs_per_worker", par.envs_per_worker, Fidelity.EXACT, "DummyVectorEnv", n_envs,
-                  "stepped sequentially in the training process"),
-            entry("parallelism.workers", 1, Fidelity.EXACT, "DummyVectorEnv", 1),
-            entry("parallelism.mode", par.mode, Fidelity.EXACT, "Collector", "sync"),
-        ]
-        return venv, entries
-    status = Fidelity.EXACT if par.envs_per_worker == 1 else Fidelity.APPROXIMATE
-    venv = {"class": "SubprocVectorEnv", "n_envs": n_envs}
-    entries = [
-        entry("parallelism.envs_per_worker", par.envs_per_worker, status, "SubprocVectorEnv", 1,
-              "SubprocVectorEnv runs one environment per process"),
-        entry("parallelism.workers", par.workers, status, "SubprocVectorEnv(env_fns)", n_envs,
-              f"{n_envs} subprocesses"),
-    ]
-    entries.append(entry("parallelism.mode", "sync", Fidelity.EXACT, "Collector", "sync"))
+    venv = {"class": "DummyVectorEnv" if par.workers == 1 else "SubprocVectorEnv", "n_envs": n_envs}
+    entries = vector_env_fidelity(workload, "DummyVectorEnv", "SubprocVectorEnv", "SubprocVectorEnv(env_fns)")
+    entries.append(entry("parallelism.mode", par.mode if par.workers == 1 else "sync", Fidelity.EXACT, "Collector",
+                         "sync"))
     return venv, entries
 
 
