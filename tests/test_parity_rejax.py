@@ -12,8 +12,6 @@ that variant the continuous probe is not explained.
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -22,7 +20,12 @@ from rlcompare_rejax import RejaxAdapter
 from rlcompare.harness.parity import ParityOutcome, ParityProbe
 from rlcompare.parity.ppo import PPOReference
 from rlcompare.parity.reference import Variant, declared_variants
-from rlcompare.parity.runner import PROBE_TIMEOUT_SECONDS, WORKER_MODULE, interpreter_for, parity_requests
+from rlcompare.parity.runner import (
+    ParityRequest,
+    answer_many,
+    interpreter_for,
+    parity_requests,
+)
 from rlcompare.parity.verdict import DIFFERS, ParityVerdict, judge
 from rlcompare.plugins.manager import BUILTIN_PLUGINS, build_plugin_manager
 
@@ -69,21 +72,16 @@ def test_the_fidelity_report_declares_the_element_wise_clip() -> None:
 
 
 @pytest.fixture(scope="module")
-def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[ParityProbe, ParityOutcome]]:
+def answers() -> dict[str, tuple[ParityProbe, ParityOutcome]]:
     """Each probe answered by the adapter's ``parity_update`` in a fresh interpreter of rejax's
-    environment, as :func:`rlcompare.parity.runner.ask` asks it."""
-    interpreter = interpreter_for(RejaxAdapter)
-    scratch = tmp_path_factory.mktemp("rejax-parity")
+    environment, as ``rlcompare parity`` asks it (:func:`rlcompare.parity.runner.answer_many`)."""
+    asked = [(ParityRequest("rejax", RejaxAdapter, REFERENCE, case), REFERENCE.build_probe(REFERENCE.case_workload(case)))
+             for case in CASES.values()]
     found = {}
-    for name, case in CASES.items():
-        probe = REFERENCE.build_probe(REFERENCE.case_workload(case))
-        probe_path, outcome_path = scratch / f"{name}.npz", scratch / f"{name}-outcome.npz"
-        probe.save(probe_path)
-        done = subprocess.run([interpreter.python, "-m", WORKER_MODULE, ADAPTER, str(probe_path), str(outcome_path)],
-                              capture_output=True, text=True, timeout=PROBE_TIMEOUT_SECONDS, check=False)
-        error = Path(str(outcome_path) + ".error.json")
-        assert done.returncode == 0 and not error.exists(), (error.read_text() if error.exists() else done.stderr)
-        found[name] = (probe, ParityOutcome.load(outcome_path))
+    for name, (_, probe), (verdict, outcome) in zip(CASES, asked, answer_many(asked, interpreter_for(RejaxAdapter)),
+                                                    strict=True):
+        assert outcome is not None, verdict.summary()
+        found[name] = (probe, outcome)
     return found
 
 

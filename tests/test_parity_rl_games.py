@@ -14,18 +14,19 @@ minibatch; the fidelity report says it (``hyperparameters.normalize_advantage``,
 
 from __future__ import annotations
 
-import json
-import subprocess
-from pathlib import Path
-
 import numpy as np
 import pytest
 from rlcompare_rl_games import SAC_UNVERIFIABLE, RlGamesAdapter
 
 from rlcompare.harness.parity import ParityOutcome, ParityProbe
 from rlcompare.parity.ppo import PPOReference
-from rlcompare.parity.runner import PROBE_TIMEOUT_SECONDS, WORKER_MODULE, interpreter_for, parity_requests
-from rlcompare.parity.verdict import DIFFERS, ParityVerdict, compare, judge
+from rlcompare.parity.runner import (
+    ParityRequest,
+    answer_many,
+    interpreter_for,
+    parity_requests,
+)
+from rlcompare.parity.verdict import DIFFERS, ParityVerdict, compare
 from rlcompare.plugins.manager import build_plugin_manager
 
 REFERENCE = PPOReference()
@@ -59,27 +60,16 @@ def test_other_families_are_unverifiable_with_their_reason_without_importing_rl_
 
 
 @pytest.fixture(scope="module")
-def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[ParityProbe, ParityOutcome, ParityVerdict]]:
+def answers() -> dict[str, tuple[ParityProbe, ParityOutcome, ParityVerdict]]:
     """Each PPO probe answered by the adapter's ``parity_update`` in one fresh interpreter of rl_games'
-    environment, and judged, as :func:`rlcompare.parity.runner.run_requests` does."""
-    interpreter = interpreter_for(RlGamesAdapter)
-    scratch = tmp_path_factory.mktemp("rl-games-parity")
-    probes, pairs = {}, []
-    for name, case in CASES.items():
-        probes[name] = REFERENCE.build_probe(REFERENCE.case_workload(case))
-        probe_path, outcome_path = scratch / f"{name}.npz", scratch / f"{name}-outcome.npz"
-        probes[name].save(probe_path)
-        pairs.append([str(probe_path), str(outcome_path)])
-    manifest = scratch / "batch.json"
-    manifest.write_text(json.dumps(pairs), encoding="utf-8")
-    done = subprocess.run([interpreter.python, "-m", WORKER_MODULE, ADAPTER, "--batch", str(manifest)],
-                          capture_output=True, text=True, timeout=2 * PROBE_TIMEOUT_SECONDS, check=False)
+    environment, and judged, as ``rlcompare parity`` does (:func:`rlcompare.parity.runner.answer_many`)."""
+    asked = [(ParityRequest("rl-games", RlGamesAdapter, REFERENCE, case), REFERENCE.build_probe(REFERENCE.case_workload(case)))
+             for case in CASES.values()]
     found = {}
-    for (name, case), (_, outcome_path) in zip(CASES.items(), pairs, strict=True):
-        error = Path(outcome_path + ".error.json")
-        assert done.returncode == 0 and not error.exists(), (error.read_text() if error.exists() else done.stderr)
-        outcome = ParityOutcome.load(outcome_path)
-        found[name] = (probes[name], outcome, judge(REFERENCE, case, probes[name], outcome, "rl-games"))
+    for name, (_, probe), (verdict, outcome) in zip(CASES, asked, answer_many(asked, interpreter_for(RlGamesAdapter)),
+                                                    strict=True):
+        assert outcome is not None, verdict.summary()
+        found[name] = (probe, outcome, verdict)
     return found
 
 

@@ -17,8 +17,6 @@ Each is a named variant of the reference (``no_truncation_bootstrap``, ``last_va
 from __future__ import annotations
 
 import json
-import subprocess
-from pathlib import Path
 
 import pytest
 from rlcompare_sample_factory import SampleFactoryAdapter
@@ -28,8 +26,13 @@ from rlcompare.execution.driver import Driver
 from rlcompare.execution.local import LocalBackend
 from rlcompare.harness.parity import ParityOutcome, ParityProbe
 from rlcompare.parity.ppo import PPOReference
-from rlcompare.parity.runner import PROBE_TIMEOUT_SECONDS, WORKER_MODULE, interpreter_for, parity_requests
-from rlcompare.parity.verdict import DIFFERS, ParityVerdict, compare, judge
+from rlcompare.parity.runner import (
+    ParityRequest,
+    answer_many,
+    interpreter_for,
+    parity_requests,
+)
+from rlcompare.parity.verdict import DIFFERS, ParityVerdict, compare
 from rlcompare.plan.matrix import build_plan
 from rlcompare.plan.placement import place_runs
 from rlcompare.plugins.manager import build_plugin_manager
@@ -70,22 +73,16 @@ def test_a_family_other_than_ppo_is_unverifiable_without_importing_sample_factor
 
 
 @pytest.fixture(scope="module")
-def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[ParityProbe, ParityOutcome, ParityVerdict]]:
+def answers() -> dict[str, tuple[ParityProbe, ParityOutcome, ParityVerdict]]:
     """Each probe answered by the adapter's ``parity_update`` in a fresh interpreter of Sample
-    Factory's environment, and judged, as :func:`rlcompare.parity.runner.ask` does."""
-    interpreter = interpreter_for(SampleFactoryAdapter)
-    scratch = tmp_path_factory.mktemp("sf-parity")
+    Factory's environment, and judged, as ``rlcompare parity`` does (:func:`rlcompare.parity.runner.answer_many`)."""
+    asked = [(ParityRequest("sample-factory", SampleFactoryAdapter, REFERENCE, case),
+              REFERENCE.build_probe(REFERENCE.case_workload(case))) for case in CASES.values()]
     found = {}
-    for name, case in CASES.items():
-        probe = REFERENCE.build_probe(REFERENCE.case_workload(case))
-        probe_path, outcome_path = scratch / f"{name}.npz", scratch / f"{name}-outcome.npz"
-        probe.save(probe_path)
-        done = subprocess.run([interpreter.python, "-m", WORKER_MODULE, ADAPTER, str(probe_path), str(outcome_path)],
-                              capture_output=True, text=True, timeout=PROBE_TIMEOUT_SECONDS, check=False)
-        error = Path(str(outcome_path) + ".error.json")
-        assert done.returncode == 0 and not error.exists(), (error.read_text() if error.exists() else done.stderr)
-        outcome = ParityOutcome.load(outcome_path)
-        found[name] = (probe, outcome, judge(REFERENCE, case, probe, outcome, "sample-factory"))
+    for name, (_, probe), (verdict, outcome) in zip(CASES, asked, answer_many(asked, interpreter_for(SampleFactoryAdapter)),
+                                                    strict=True):
+        assert outcome is not None, verdict.summary()
+        found[name] = (probe, outcome, verdict)
     return found
 
 

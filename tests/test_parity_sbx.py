@@ -18,18 +18,14 @@ the jitted code. What SBX's update is, read in its source and measured here:
 from __future__ import annotations
 
 import importlib
-import json
-import subprocess
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from rlcompare.harness.parity import ParityOutcome, ParityProbe
 from rlcompare.parity.reference import ReferenceUpdate, declared_variants
-from rlcompare.parity.runner import PROBE_TIMEOUT_SECONDS, WORKER_MODULE, interpreter_for
-from rlcompare.parity.verdict import DIFFERS, VERIFIED, ParityVerdict, compare, judge
+from rlcompare.parity.runner import ParityRequest, answer_many, interpreter_for
+from rlcompare.parity.verdict import DIFFERS, VERIFIED, ParityVerdict, compare
 
 pytestmark = pytest.mark.framework
 
@@ -59,28 +55,18 @@ def answers() -> dict[tuple[str, str], tuple[ParityProbe, ParityOutcome, ParityV
     as it judges them; the raw outcomes are kept for the explanation below."""
     from rlcompare_sbx import SBXAdapter
 
-    interpreter = interpreter_for(SBXAdapter)
     asked = []
     for family, case_name in EXPECTED:
         reference = _reference(family)
         case = next(case for case in reference.cases() if case.name == case_name)
         workload = reference.case_workload(case)
-        asked.append((reference, case, reference.build_probe(workload),
-                      declared_variants(reference, SBXAdapter().fidelity(workload))))
-    with tempfile.TemporaryDirectory(prefix="sbx-parity-") as scratch:
-        paths = [(Path(scratch) / f"probe{i}.npz", Path(scratch) / f"outcome{i}.npz") for i in range(len(asked))]
-        for (_, _, probe, _), (probe_path, _) in zip(asked, paths, strict=True):
-            probe.save(probe_path)
-        manifest = Path(scratch) / "manifest.json"
-        manifest.write_text(json.dumps([[str(a), str(b)] for a, b in paths]), encoding="utf-8")
-        done = subprocess.run([interpreter.python, "-m", WORKER_MODULE,
-                               f"{SBXAdapter.__module__}:{SBXAdapter.__qualname__}", "--batch", str(manifest)],
-                              capture_output=True, text=True, timeout=PROBE_TIMEOUT_SECONDS * len(asked), check=False)
-        assert done.returncode == 0, done.stderr[-2000:]
-        found = {}
-        for key, (reference, case, probe, declared), (_, outcome_path) in zip(EXPECTED, asked, paths, strict=True):
-            outcome = ParityOutcome.load(outcome_path)
-            found[key] = (probe, outcome, judge(reference, case, probe, outcome, "sbx", interpreter.versions, declared))
+        declared = declared_variants(reference, SBXAdapter().fidelity(workload))
+        asked.append((ParityRequest("sbx", SBXAdapter, reference, case, declared), reference.build_probe(workload)))
+    found = {}
+    for key, (_, probe), (verdict, outcome) in zip(EXPECTED, asked, answer_many(asked, interpreter_for(SBXAdapter)),
+                                                   strict=True):
+        assert outcome is not None, verdict.summary()
+        found[key] = (probe, outcome, verdict)
     return found
 
 

@@ -182,6 +182,12 @@ def ask_many(asked: Sequence[tuple[ParityRequest, ParityProbe]], interpreter: In
     """Run one adapter's ``parity_update`` on each probe, all in one fresh interpreter, and judge each
     answer. A probe the process never reached (it crashed or ran out of time on an earlier one) is
     asked again in an interpreter of its own, so that each failure is the probe's own."""
+    return [verdict for verdict, _outcome in answer_many(asked, interpreter)]
+
+
+def answer_many(asked: Sequence[tuple[ParityRequest, ParityProbe]],
+                interpreter: Interpreter) -> list[tuple[ParityVerdict, ParityOutcome | None]]:
+    """:func:`ask_many`, each verdict with the adapter's answer it judged (None where the probe failed)."""
     if not asked:
         return []
     adapter_class = asked[0][0].adapter_class
@@ -202,33 +208,35 @@ def ask_many(asked: Sequence[tuple[ParityRequest, ParityProbe]], interpreter: In
                 (done.stderr.strip().splitlines() or ["no output"])[-1][:300]
         except subprocess.TimeoutExpired:
             ended = f"the probe took over {PROBE_TIMEOUT_SECONDS:g} s"
-        verdicts = []
+        answers: list[tuple[ParityVerdict, ParityOutcome | None]] = []
         for (request, probe), (_, outcome_path) in zip(asked, paths, strict=True):
             error_path = Path(str(outcome_path) + ".error.json")
             seconds_path = Path(str(outcome_path) + ".seconds")
             if error_path.exists():
                 error = json.loads(error_path.read_text(encoding="utf-8"))
-                verdicts.append(_failed(request, probe, interpreter, f"parity_update raised {error.get('error')}"))
+                answers.append((_failed(request, probe, interpreter, f"parity_update raised {error.get('error')}"),
+                                None))
             elif outcome_path.exists() and seconds_path.exists():
-                verdicts.append(_judged(request, probe, interpreter, outcome_path,
-                                        float(seconds_path.read_text(encoding="utf-8"))))
+                answers.append(_judged(request, probe, interpreter, outcome_path,
+                                       float(seconds_path.read_text(encoding="utf-8"))))
             elif len(asked) > 1:
-                verdicts.append(ask(request, probe, interpreter))  # never reached: on its own
+                answers.extend(answer_many([(request, probe)], interpreter))  # never reached: on its own
             else:
-                verdicts.append(_failed(request, probe, interpreter, ended))
-    return verdicts
+                answers.append((_failed(request, probe, interpreter, ended), None))
+    return answers
 
 
 def _judged(request: ParityRequest, probe: ParityProbe, interpreter: Interpreter, outcome_path: Path,
-            seconds: float) -> ParityVerdict:
+            seconds: float) -> tuple[ParityVerdict, ParityOutcome | None]:
     try:
         outcome = ParityOutcome.load(outcome_path)
     except ParityError as error:
-        return _failed(request, probe, interpreter, str(error))
+        return _failed(request, probe, interpreter, str(error)), None
     verdict = judge(request.reference, request.case, probe, outcome, request.adapter_id, interpreter.versions,
                     request.declared)
     return ParityVerdict.from_dict({**verdict.to_dict(), "notes": [
-        *verdict.notes, f"probe answered in {seconds:.1f} s of CPU (the first of an adapter's with its import)"]})
+        *verdict.notes, f"probe answered in {seconds:.1f} s of CPU (the first of an adapter's with its import)"]}), \
+        outcome
 
 
 def _failed(request: ParityRequest, probe: ParityProbe, interpreter: Interpreter, reason: str) -> ParityVerdict:
