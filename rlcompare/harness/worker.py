@@ -52,60 +52,28 @@ def load_adapter_class(reference: str) -> type[Adapter]:
     return target
 
 
-def run_spec(spec: RunSpec) -> RunResult:
-    """Train and evaluate one run as ``spec`` says; return its result."""
-    from rlcompare.harness.context import SolvedStop, TrainingContext  # numpy, gymnasium: after the timed import
-
-    workload = workload_view(spec.workload, spec.workload_derived)
-    adapter = load_adapter_class(spec.adapter_class)()
-    result = RunResult(run_id=spec.run_id, status="failed", host=host_info(),
-                       versions=distribution_versions(spec.distributions), fidelity=spec.fidelity)
-    context = TrainingContext(workload, spec.seed, spec.run_dir, launched_at=spec.launched_at)
-    try:
-        try:
-            outcome = adapter.train(workload, context)
-        except SolvedStop:
-            # stop_when_solved: the evaluation that solved is the run's last; its policy is the trained one
-            assert context.solved_policy is not None
-            outcome = TrainingResult(policy=context.solved_policy,
-                                     framework_env_steps=context.solved_framework_env_steps)
-        context.stop_training()
-        final = context.final_evaluation(outcome.policy, outcome.framework_env_steps)
-        result = dataclasses.replace(
-            result, status="ok", framework_env_steps=outcome.framework_env_steps,
-            native_config=outcome.native_config, final_return_mean=final.return_mean,
-            final_return_std=final.return_std)
-    except Exception as exc:  # noqa: BLE001 - any failure of a framework is a failed run, stored
-        result = dataclasses.replace(result, error=_first_line(exc), traceback=traceback.format_exc())
-    finally:
-        context.stop_training()
-        measured = context.summary()
-        context.close()
-        # gymnasium and numpy as imported by this run
-        result = dataclasses.replace(result, **measured, versions={**result.versions, **loaded_versions()})
-    return result
-
-
-def run_program(spec: RunSpec) -> list[RunResult]:
-    """Train the spec's run and its companions in one program (``parallelism.seeds_per_program``, the
-    adapter's :meth:`~rlcompare.harness.contract.Adapter.train_seeds`); return one result per run, the
-    spec's own first. Each run keeps its own context (counter, evaluations, curve); their training
-    clocks are shared, and each result records how many seeds the program trained."""
-    from rlcompare.harness.context import TrainingContext
+def run_spec(spec: RunSpec) -> list[RunResult]:
+    """Train and evaluate the spec's run as it says, and with it the companions of its program
+    (``parallelism.seeds_per_program``: the adapter's :meth:`~rlcompare.harness.contract.Adapter.train_seeds`,
+    one context per run, their training clocks shared); return one result per run, the spec's own first.
+    A run of a program records how many seeds the program trained."""
+    from rlcompare.harness.context import TrainingContext  # numpy, gymnasium: after the timed import
 
     workload = workload_view(spec.workload, spec.workload_derived)
     members = [(spec.run_id, spec.seed, spec.run_dir)] + [
         (companion["run_id"], companion["seed"], companion["run_dir"]) for companion in spec.companions]
+    together = len(members) > 1
     shared = {"host": host_info(), "versions": distribution_versions(spec.distributions), "fidelity": spec.fidelity}
-    results = [RunResult(run_id=run_id, status="failed", seeds_in_program=len(members), **shared)
-               for run_id, _seed, _run_dir in members]
+    results = [RunResult(run_id=run_id, status="failed", seeds_in_program=len(members) if together else None,
+                         **shared) for run_id, _seed, _run_dir in members]
     contexts = [TrainingContext(workload, seed, run_dir, launched_at=spec.launched_at)
                 for _run_id, seed, run_dir in members]
-    TrainingContext.share_clocks(contexts)
+    if together:
+        TrainingContext.share_clocks(contexts)
     try:
         adapter = load_adapter_class(spec.adapter_class)()
         try:
-            outcomes = adapter.train_seeds(workload, contexts)
+            outcomes = adapter.train_seeds(workload, contexts) if together else [_train(adapter, workload, contexts[0])]
         finally:
             for context in contexts:
                 context.stop_training()
@@ -117,7 +85,7 @@ def run_program(spec: RunSpec) -> list[RunResult]:
                 results[index], status="ok", framework_env_steps=outcome.framework_env_steps,
                 native_config=outcome.native_config, final_return_mean=final.return_mean,
                 final_return_std=final.return_std)
-    except Exception as exc:  # noqa: BLE001 - any failure of a framework fails the runs not finished
+    except Exception as exc:  # noqa: BLE001 - any failure of a framework fails the runs not finished, stored
         results = [result if result.status == "ok" else
                    dataclasses.replace(result, error=_first_line(exc), traceback=traceback.format_exc())
                    for result in results]
@@ -126,9 +94,22 @@ def run_program(spec: RunSpec) -> list[RunResult]:
             context.stop_training()
             measured = context.summary()
             context.close()
+            # gymnasium and numpy as imported by this run
             results[index] = dataclasses.replace(results[index], **measured,
                                                  versions={**results[index].versions, **loaded_versions()})
     return results
+
+
+def _train(adapter: Adapter, workload: Any, context: Any) -> TrainingResult:
+    """One run's training by the adapter's ``train``; with ``stop_when_solved``, the evaluation that solved is
+    the run's last and its policy the trained one."""
+    from rlcompare.harness.context import SolvedStop
+
+    try:
+        return adapter.train(workload, context)
+    except SolvedStop:
+        assert context.solved_policy is not None
+        return TrainingResult(policy=context.solved_policy, framework_env_steps=context.solved_framework_env_steps)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -160,12 +141,10 @@ def main(argv: list[str] | None = None) -> int:
     companions: list[tuple[Path, RunResult]] = []
     try:
         spec = RunSpec.from_dict(data)
-        if spec.companions:  # several seeds in one program: each companion's result goes to its own directory
-            result, *others = run_program(spec)
-            companions = [(Path(companion["run_dir"]), other)
-                          for companion, other in zip(spec.companions, others, strict=True)]
-        else:
-            result = run_spec(spec)
+        # several seeds in one program: each companion's result goes to its own directory
+        result, *others = run_spec(spec)
+        companions = [(Path(companion["run_dir"]), other)
+                      for companion, other in zip(spec.companions, others, strict=True)]
     except Exception as exc:  # noqa: BLE001 - e.g. the adapter's plugin vanished; still a result
         result = RunResult(run_id=run_id, status="failed", error=_first_line(exc), traceback=traceback.format_exc())
     for run_dir, other in companions:
