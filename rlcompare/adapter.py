@@ -26,10 +26,12 @@ from rlcompare.harness.fidelity import (
     Setting,
     apply_native_settings,
     entry,
+    language_fidelity,
     map_settings,
     only_if,
     vector_env_fidelity,
 )
+from rlcompare.harness.jax_threads import configure_xla_threads, jax_backend_started
 from rlcompare.harness.limits import COUNTER_SLOTS
 from rlcompare.harness.parity import ParityOutcome, ParityProbe
 from rlcompare.harness.private_ray import start_private_ray
@@ -46,7 +48,8 @@ if TYPE_CHECKING:
 __all__ = [
     "ADAPTER_ID_PATTERN", "COUNTER_SLOTS", "GRANULARITIES", "Adapter", "BudgetTolerance", "Capabilities",
     "EnvFactory", "Fidelity", "FidelityEntry", "IncompatibleError", "Judge", "NativeSetting", "ParityOutcome", "ParityProbe", "Policy", "Recommendation", "Setting",
-    "TrainingContext", "TrainingResult", "TrainingSetup", "WorkloadLike", "apply_native_settings", "entry", "episode_step_limit", "gradient_steps_between_target_syncs", "make_env", "map_settings", "only_if",
+    "TrainingContext", "TrainingResult", "TrainingSetup", "WorkloadLike", "apply_native_settings",
+    "configure_xla_threads", "entry", "jax_backend_started", "episode_step_limit", "language_fidelity", "gradient_steps_between_target_syncs", "make_env", "map_settings", "only_if",
     "start_private_ray", "train_with_setup", "vector_env_fidelity",
 ]
 

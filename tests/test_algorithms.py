@@ -69,7 +69,7 @@ def _cem(**hyperparameters: object) -> dict:
 def test_builtin_families_come_through_the_hook_like_any_plugin() -> None:
     plugins = build_plugin_manager(autoload=False)
     assert plugins.errors == []
-    assert set(plugins.register.algorithms) == {"PPO", "A2C", "PG", "DQN", "SAC", "TD3", "DDPG", "ES"}
+    assert set(plugins.register.algorithms) == {"PPO", "A2C", "PG", "DQN", "SAC", "TD3", "DDPG", "ES", "GRPO"}
     origin = plugins.origin("algorithm", "ES")
     assert (origin.plugin, origin.distribution) == ("rlcompare.builtins.families", "rlcompare")
     assert plugins.algorithms["ES"].kind == "evolutionary" and plugins.algorithms["PPO"].kind == "gradient"
@@ -295,7 +295,7 @@ def test_families_are_validation_context_not_process_state(cem_plugin: Path) -> 
     # nor what a validation without those families accepts
     with pytest.raises(InvalidWorkloadError, match="unknown algorithm 'CEM'"):
         workload_from_dict(_cem(), "t")
-    assert set(build_plugin_manager(autoload=False).algorithms) == {"PPO", "A2C", "PG", "DQN", "SAC", "TD3", "DDPG", "ES"}
+    assert set(build_plugin_manager(autoload=False).algorithms) == {"PPO", "A2C", "PG", "DQN", "SAC", "TD3", "DDPG", "ES", "GRPO"}
 
 
 # -- scoring and reports ------------------------------------------------------------------------------

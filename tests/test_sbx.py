@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 from rlcompare_sbx import ENVIRONMENT_REQUIRES, SBXAdapter
-from rlcompare_sbx.jax_threads import thread_environment
 
 from rlcompare.adapter import Fidelity
 from rlcompare.errors import IncompatibleError
 from rlcompare.execution.runner import LocalRunner
+from rlcompare.harness.jax_threads import thread_environment
 from rlcompare.plan.matrix import build_plan
 from rlcompare.plan.placement import place_runs
 from rlcompare.plugins.manager import BUILTIN_PLUGINS, build_plugin_manager

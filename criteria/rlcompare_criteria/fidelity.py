@@ -36,11 +36,13 @@ def setting_fidelity(data: ScoringData) -> CriterionResult:
             entries = [item for item in _loaded(text) if isinstance(item, dict)]
             verdicts = _loaded(verdicts) if verdicts is not None else None
             verified = standing(verdicts if isinstance(verdicts, list) else None) in ("verified", NOT_APPLICABLE)
-            names = _hyperparameter_names(specs.get(digest) or {}, entries)
-            share = fidelity_share(entries, names, verified)
+            spec = specs.get(digest) or {}
+            names = _hyperparameter_names(spec, entries)
+            language = spec.get("language_model") is not None
+            share = fidelity_share(entries, names, verified, language)
             if share is None:
                 continue
-            counted = set(counted_settings(names))
+            counted = set(counted_settings(names, language))
             status = {str(item.get("setting")): str(item.get("status")) for item in entries
                       if item.get("setting") in counted}
             for setting in counted:

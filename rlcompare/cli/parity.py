@@ -62,6 +62,8 @@ def render(verdicts: list[ParityVerdict]) -> None:
     for verdict in verdicts:
         detail = " + ".join(verdict.variant) if verdict.variant else verdict.reason or "; ".join(
             check.describe() for check in verdict.checks)
+        if verdict.notes:  # what the adapter says it configured (a GRPO library's own name for its loss, ...)
+            detail += "\n" + "; ".join(verdict.notes)
         table.add_row(verdict.adapter, verdict.family, verdict.case, verdict.status, detail)
     terminal_console(width=160).print(table)
 

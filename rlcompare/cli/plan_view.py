@@ -37,12 +37,13 @@ def pair_views(plan: Plan) -> list[dict[str, Any]]:
             continue
         seen.add(key)
         names = list(type(run.workload.hyperparameters).model_fields)
+        language = run.workload.language_model is not None
         entries = [dict(entry) for entry in run.fidelity]
         pairs.append({
             "workload": run.workload.id, "adapter": run.adapter_id, "framework": run.framework, "refused": None,
             "grain": grain_view(run), "fidelity": entries,
-            "setting_fidelity": {"if_verified": fidelity_share(entries, names, verified=True),
-                                 "if_unverified": fidelity_share(entries, names, verified=False)},
+            "setting_fidelity": {"if_verified": fidelity_share(entries, names, True, language),
+                                 "if_unverified": fidelity_share(entries, names, False, language)},
         })
     for refused in plan.refused:
         pairs.append({"workload": refused.workload.id, "adapter": refused.adapter_id, "framework": refused.framework,

@@ -24,6 +24,7 @@ import numpy as np
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
 from rlcompare.harness.calibration import CALIBRATED_ENV_ID
+from rlcompare.harness.language import register_language_envs
 from rlcompare.harness.limits import COUNTER_SLOTS
 
 #: Slots in a counter file; an adapter gives each environment instance its own slot index.
@@ -204,6 +205,7 @@ class CalibratedCartPole(CartPoleEnv):
 
 def register_builtin_envs() -> None:
     """Register rlcompare's own environments (ids under ``rlcompare/``) once per process."""
+    register_language_envs()
     if CALIBRATED_ENV_ID not in gymnasium.envs.registry:
         gymnasium.register(
             id=CALIBRATED_ENV_ID,

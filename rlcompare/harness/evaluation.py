@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from rlcompare.harness.counted_envs import make_env
+from rlcompare.harness.language import evaluation_env_kwargs
 
 #: A policy maps a batch of observations to a batch of actions (numpy in, numpy out).
 Policy = Callable[[np.ndarray], np.ndarray]
@@ -40,7 +41,9 @@ class Evaluator:
 
     def __init__(self, env_id: str, env_kwargs: dict[str, Any], seeds: list[int]) -> None:
         self.seeds = seeds
-        self.envs = [make_env(env_id, env_kwargs) for _ in seeds]
+        # a language task is evaluated on its held-out problems
+        kwargs = evaluation_env_kwargs(env_id, env_kwargs)
+        self.envs = [make_env(env_id, kwargs) for _ in seeds]
 
     def evaluate(self, policy: Policy) -> EvaluationResult:
         observations = [env.reset(seed=seed)[0] for env, seed in zip(self.envs, self.seeds, strict=True)]

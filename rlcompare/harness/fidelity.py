@@ -131,6 +131,23 @@ def vector_env_fidelity(workload: WorkloadLike, in_process: str, in_subprocesses
     ]
 
 
+def language_fidelity(workload: WorkloadLike, model_class: str, model_config: str, reward_hook: str,
+                      placement: tuple[str, Any, str]) -> list[FidelityEntry]:
+    """``language_model``, ``parallelism.envs_per_worker`` and ``parallelism.workers`` of a language workload
+    (:mod:`rlcompare.harness.language`) for a library that loads the harness's model into ``model_class``
+    (built as ``model_config``), scores every completion through ``reward_hook`` in the harness's one counted
+    environment, and generates and trains in the run's process as ``placement`` (native name, value, note)
+    says: each exact."""
+    par = workload.parallelism
+    return [
+        entry("language_model", workload.language_model.to_dict(), Fidelity.EXACT, model_class, model_config,
+              "the harness's architecture and initial weights for the run's seed, loaded by name"),
+        entry("parallelism.envs_per_worker", par.envs_per_worker, Fidelity.EXACT, reward_hook, 1,
+              "every completion is scored in the harness's one counted environment"),
+        entry("parallelism.workers", par.workers, Fidelity.EXACT, *placement),
+    ]
+
+
 def only_if(expected: Any, note: str) -> Judge:
     """Exact when the canonical value equals ``expected``; unsupported otherwise. ``note`` says how
     the framework fixes this behaviour, which is also why an exact entry names no native setting."""

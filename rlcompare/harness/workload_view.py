@@ -173,7 +173,7 @@ class WorkloadView(Section):
 
     __slots__ = ()
     _sections = {"parallelism": Parallelism, "network": Section, "evaluation": Section,
-                 "hyperparameters": Hyperparameters, "derived": Derived}
+                 "hyperparameters": Hyperparameters, "derived": Derived, "language_model": Section}
 
     def _derived(self, name: str) -> Any:
         derived = object.__getattribute__(self, "_values").get("derived")
@@ -190,11 +190,16 @@ class WorkloadView(Section):
     @property
     def rollout_env_steps(self) -> int:
         """Env steps between two updates, across every env (as :attr:`rlcompare.spec.workload.Workload.rollout_env_steps`:
-        the driver resolves it from the algorithm's family; without that, one rollout or update interval)."""
+        the driver resolves it from the algorithm's family; without that, one rollout or update interval, or
+        one GRPO step's completions)."""
         resolved = self._derived("rollout_env_steps")
         if resolved is not None:
             return int(resolved)
         hp = self.hyperparameters
+        if getattr(hp, "group_size", None) is not None:  # GRPO: one step's completions at the task's longest
+            from rlcompare.harness.language_ids import completion_tokens
+
+            return int(hp.prompts_per_step) * int(hp.group_size) * completion_tokens(self.env_kwargs)
         per_env = getattr(hp, "rollout_steps", None) or getattr(hp, "train_every", 1)
         return int(per_env) * self.parallelism.total_envs
 
@@ -230,6 +235,7 @@ def workload_view(data: Mapping[str, Any], derived: Mapping[str, Any] | None = N
     values["hyperparameters"] = hyperparameters
     values.setdefault("env_kwargs", {})
     values.setdefault("stop_when_solved", False)  # omitted from the JSON where it is False
+    values.setdefault("language_model", None)  # omitted from the JSON of a control workload
     if isinstance(values["parallelism"], Mapping):  # omitted from the JSON where it is the default
         values["parallelism"] = {"simulation": "gymnasium", "seeds_per_program": 1, **values["parallelism"]}
     if derived is not None:

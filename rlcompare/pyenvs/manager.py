@@ -127,7 +127,7 @@ class EnvironmentSpec:
         elif isolation_reason(adapter_class) is None:
             requirements += main_versions(requirements)
         return cls(adapter_class.id, tuple(dict.fromkeys(requirements)), adapter_class.environment_python,
-                   worker_sources(adapter_class.__module__), preferred)
+                   worker_sources(*(base.__module__ for base in adapter_class.__mro__)), preferred)
 
 
 def preference_attempts(preferred: Sequence[str]) -> list[tuple[str, ...]]:
@@ -137,15 +137,17 @@ def preference_attempts(preferred: Sequence[str]) -> list[tuple[str, ...]]:
             for combination in itertools.combinations(preferred, size)]
 
 
-def worker_sources(adapter_module: str) -> tuple[str, ...]:
-    """The folders (or single modules) linked into an environment: ``rlcompare`` and the adapter's
-    top-level package."""
+def worker_sources(*modules: str) -> tuple[str, ...]:
+    """The folders (or single modules) linked into an environment: ``rlcompare`` and the top-level
+    package of each of ``modules`` (the adapter's, and those of the classes it derives from: an outside
+    adapter that subclasses a built-in one needs the built-in's package in its environment too)."""
     sources = [str(Path(rlcompare.__file__).resolve().parent)]
-    top = adapter_module.split(".")[0]
-    if top != "rlcompare":
+    for top in dict.fromkeys(module.split(".")[0] for module in modules):
+        if top in ("rlcompare", "builtins", "abc") or top in sys.stdlib_module_names:
+            continue
         found = importlib.util.find_spec(top)
         if found is None:
-            raise BuildError(f"adapter module {adapter_module!r} cannot be found")
+            raise BuildError(f"adapter module {top!r} cannot be found")
         if found.submodule_search_locations:
             sources.extend(str(Path(location).resolve()) for location in found.submodule_search_locations)
         elif found.origin:

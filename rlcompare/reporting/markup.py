@@ -13,6 +13,7 @@ import functools
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from rlcompare.harness.language_ids import LANGUAGE_TASK_IDS
 from rlcompare.reporting import plots
 from rlcompare.reporting.escape import Safe, latex, markdown, visible
 from rlcompare.reporting.numbers import format_number
@@ -273,8 +274,9 @@ def _mark(value: Any) -> str:
 
 def _workload_facts(spec: Any) -> list[str]:
     family = f" ({spec.family})" if isinstance(spec.family, str) else ""  # gradient or evolutionary
+    unit = " (generated tokens: one env step of a language task is one token)" if spec.env in LANGUAGE_TASK_IDS else ""
     facts = [f"environment {spec.env}, algorithm {spec.algorithm}{family}, "
-             f"budget {format_number(spec.env_steps)} env steps"]
+             f"budget {format_number(spec.env_steps)} env steps{unit}"]
     if getattr(spec, "settings", None) == "native":
         facts.append("native arm: each adapter runs its own recommended settings for this environment and "
                      "algorithm (their sources and values: the fidelity report, settings native.*); the budget, "

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rlcompare.harness.language_ids import LANGUAGE_TASK_IDS
 from rlcompare.harness.measurement_cache import MeasurementCache
 from rlcompare.registry.entries import FrameworkEntry
 from rlcompare.reporting import tables
@@ -36,6 +37,7 @@ if TYPE_CHECKING:  # pandas, numpy and matplotlib load when a report is built, n
 
 #: Names of every tidy table, in the order CSV and JSON write them.
 TABLES = ("overall", "criteria", "scores", "cells", "improvement", "performance_profiles", "curve_bands",
+          "accuracy_bands",
           "excluded_runs", "imputed", "left_out", "workloads", "fidelity", "fidelity_summary", "parity",
           "effective_defaults", "schedule_differences", "runs", "curves", "versions", "hosts", "contention",
           "frameworks", "registry_evidence", "feature_matrix", "releases")
@@ -93,6 +95,9 @@ class Report:
             "curve_bands": lambda: tables.curve_bands(
                 self.curves, self.runs.loc[self.runs["status"] == "ok", "run_id"].tolist(), m.options.reps,
                 m.options.seed, m.options.confidence),
+            "accuracy_bands": lambda: tables.accuracy_bands(
+                self.curves, self.runs.loc[(self.runs["status"] == "ok") & self.runs["env_id"].isin(LANGUAGE_TASK_IDS),
+                                           "run_id"].tolist(), m.options.reps, m.options.seed, m.options.confidence),
             "excluded_runs": lambda: tables.excluded_table(m), "imputed": lambda: tables.imputed_table(m),
             "left_out": lambda: tables.left_out_table(m), "workloads": lambda: tables.workloads_table(self.runs, self.families),
             "fidelity": lambda: tables.fidelity_table(self.runs),

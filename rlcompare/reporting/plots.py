@@ -82,7 +82,21 @@ def _grid(count: int, width: float = 4.2, height: float = 3.0) -> tuple[Figure, 
 
 
 def learning_curves(report: Report) -> tuple[Figure, str] | None:
-    bands = report.table("curve_bands")
+    caption = ("Evaluation return of each adapter during training: mean over valid seeds, shaded 95% "
+               "bootstrap interval over seeds at each evaluation point.")
+    return _bands_figure(report, "curve_bands", "evaluation return", caption, with_threshold=True)
+
+
+def accuracy_curves(report: Report) -> tuple[Figure, str] | None:
+    caption = ("Greedy accuracy on the held-out problems of each language task during training (the share of "
+               "evaluation episodes answered exactly right): mean over valid seeds, shaded 95% bootstrap interval "
+               "over seeds at each evaluation point.")
+    return _bands_figure(report, "accuracy_bands", "held-out accuracy", caption, with_threshold=False)
+
+
+def _bands_figure(report: Report, table: str, quantity: str, caption: str,
+                  with_threshold: bool) -> tuple[Figure, str] | None:
+    bands = report.table(table)
     if bands.empty:
         return None
     styles = report.styles
@@ -98,16 +112,14 @@ def learning_curves(report: Report) -> tuple[Figure, str] | None:
                     linestyle=style.get("linestyle"), markersize=4, label=plot_text(adapter))
             ax.fill_between(group["env_steps"], group["low"], group["high"], color=style.get("color"), alpha=0.2,
                             linewidth=0)
-        if thresholds.get(workload) is not None:
+        if with_threshold and thresholds.get(workload) is not None:
             ax.axhline(thresholds[workload], color="black", linestyle=":", linewidth=1, label="success threshold")
         ax.set_title(plot_text(workload))
         ax.set_xlabel("env steps (harness count)")
-        ax.set_ylabel("evaluation return")
+        ax.set_ylabel(quantity)
         ax.legend(loc="lower right")
-    caption = ("Evaluation return of each adapter during training: mean over valid seeds, shaded 95% "
-               "bootstrap interval over seeds at each evaluation point.")
     if len(workloads) > len(shown):
-        caption += f" First {len(shown)} of {len(workloads)} workloads; all are in the curve_bands table."
+        caption += f" First {len(shown)} of {len(workloads)} workloads; all are in the {table} table."
     return figure, caption
 
 
@@ -320,6 +332,7 @@ def resources(report: Report) -> tuple[Figure, str] | None:
 FIGURES: tuple[tuple[str, str, Callable[[Report], tuple[Figure, str] | None]], ...] = (
     ("scores", "Scoring matrix", score_heatmap),
     ("learning-curves", "Learning curves", learning_curves),
+    ("accuracy-curves", "Held-out accuracy (language tasks)", accuracy_curves),
     ("resources", "Start-up, throughput and memory", resources),
     ("scaling", "Throughput against workers", scaling),
     ("performance-profiles", "Performance profiles", performance_profiles),

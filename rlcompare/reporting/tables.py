@@ -528,19 +528,40 @@ def curve_bands(curves: pd.DataFrame, ok_run_ids: Sequence[str], reps: int, seed
     """Learning curves over seeds: per workload, adapter and evaluation point (the i-th evaluation
     of each valid run), the mean return with a pointwise percentile interval from the scoring
     engine's stratified bootstrap (each point's seeds resampled), at the mean env-step count."""
+    return _point_bands(curves, ok_run_ids, "return_mean", reps, seed, confidence)
+
+
+def accuracy_bands(curves: pd.DataFrame, language_run_ids: Sequence[str], reps: int, seed: int,
+                   confidence: float) -> pd.DataFrame:
+    """For the valid runs of language tasks (:mod:`rlcompare.harness.language`): the greedy accuracy at each
+    evaluation point (the share of its episodes answered exactly right: return 1.0), over seeds as
+    :func:`curve_bands` gives the return."""
+    import json
+
+    import numpy as np
+
+    runs = curves[curves["run_id"].isin(set(language_run_ids))]
+    accuracy = [float(np.mean(np.asarray(json.loads(text), dtype=float) >= 1.0)) if text else np.nan
+                for text in runs["returns_json"].tolist()]
+    return _point_bands(runs.assign(accuracy=accuracy).dropna(subset=["accuracy"]), language_run_ids, "accuracy",
+                        reps, seed, confidence)
+
+
+def _point_bands(curves: pd.DataFrame, run_ids: Sequence[str], value: str, reps: int, seed: int,
+                 confidence: float) -> pd.DataFrame:
     import numpy as np
 
     from rlcompare.scoring.bootstrap import Column, ColumnMeans, Layout, bootstrap
 
     columns = ("workload", "adapter", "point", "env_steps", "mean", "low", "high", "seeds")
-    valid = curves[curves["run_id"].isin(set(ok_run_ids))]
+    valid = curves[curves["run_id"].isin(set(run_ids))]
     if valid.empty:
         return _frame([], columns)
     valid = valid.sort_values(["workload_id", "adapter", "run_id", "env_steps"], kind="stable")
     valid = valid.assign(point=valid.groupby("run_id", sort=False).cumcount())
     valid = valid.sort_values(["workload_id", "adapter", "point", "seed"], kind="stable")
     keys = valid[["workload_id", "adapter", "point"]].to_numpy()
-    values = valid["return_mean"].to_numpy(dtype=float)
+    values = valid[value].to_numpy(dtype=float)
     steps = valid["env_steps"].to_numpy(dtype=float)
     change = np.flatnonzero((keys[1:] != keys[:-1]).any(axis=1)) + 1
     starts, ends = np.concatenate([[0], change]), np.concatenate([change, [len(valid)]])

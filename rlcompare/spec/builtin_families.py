@@ -168,6 +168,37 @@ class ESHyperparameters(CanonicalHyperparameters):
     )
 
 
+class GRPOHyperparameters(CanonicalHyperparameters):
+    """Group Relative Policy Optimization (Shao et al. 2024, DeepSeekMath) for a language model on a
+    verifiable task: each prompt's ``group_size`` sampled completions are scored by the harness's task,
+    a completion's advantage is its reward less its group's mean (divided by the group's standard
+    deviation when ``advantage_scaling`` says so), and the policy takes a clipped-ratio step on its
+    tokens. The completion length is the task's (``env_kwargs.max_new_tokens``): the environment ends the
+    episode there. The optimizer is Adam (no weight decay) at a constant step size."""
+
+    learning_rate: Float = Field(1e-3, gt=0, description="Adam step size (no weight decay), constant.")
+    group_size: Int = Field(8, gt=1, le=1_024, description="Completions sampled per prompt (the group).")
+    prompts_per_step: Int = Field(8, gt=0, le=4_096, description="Prompts per optimizer step; each step learns from "
+                                  "prompts_per_step x group_size completions.")
+    iterations: Int = Field(1, gt=0, le=64, description="Optimizer steps on each generated batch (GRPO's mu); with "
+                            "more than one, the old policy's log-probabilities are the ones it was sampled with.")
+    clip_low: Float = Field(0.2, ge=0, le=1, description="Lower clip of the probability ratio: 1 - clip_low.")
+    clip_high: Float = Field(0.2, ge=0, description="Upper clip of the probability ratio: 1 + clip_high (DAPO's "
+                             "clip-higher when above clip_low).")
+    kl_coef: Float = Field(0.0, ge=0, description="Coefficient of the KL penalty to the initial (reference) model, "
+                           "estimated per token as exp(ref - logp) - (ref - logp) - 1; 0: no reference model.")
+    loss_aggregation: Literal["token_mean", "sequence_mean", "constant"] = Field(
+        "token_mean", description="How per-token losses become the loss: 'token_mean' averages over every "
+        "completion token of the batch (DAPO); 'sequence_mean' averages each completion's tokens, then the "
+        "completions (the original GRPO); 'constant' sums them and divides by completions x max_new_tokens "
+        "(Dr. GRPO).")
+    advantage_scaling: Literal["group_std", "none"] = Field(
+        "group_std", description="Divide each advantage by its group's reward standard deviation (unbiased, "
+        "plus 1e-4), or not (Dr. GRPO).")
+    temperature: Float = Field(1.0, gt=0, description="Sampling temperature of the completions.")
+    max_grad_norm: Float = Field(1.0, gt=0, description="Global gradient-norm clip.")
+
+
 # -------------------------------------------------------------------------------------------------
 # budget grains: env steps one update (or generation) covers, across every env
 # -------------------------------------------------------------------------------------------------
@@ -201,6 +232,15 @@ def generation_grain(workload: WorkloadLike) -> int:
     return population * int(hp.episodes_per_candidate) * limit
 
 
+def completions_grain(workload: WorkloadLike) -> int:
+    """GRPO: one optimizer step's batch, every completion at the task's longest, in env steps
+    (generated tokens)."""
+    from rlcompare.harness.language_ids import completion_tokens
+
+    hp = workload.hyperparameters
+    return int(hp.prompts_per_step) * int(hp.group_size) * completion_tokens(workload.env_kwargs)
+
+
 BOTH = frozenset({"discrete", "continuous"})
 
 BUILTIN_FAMILIES: tuple[AlgorithmFamily, ...] = (
@@ -220,6 +260,10 @@ BUILTIN_FAMILIES: tuple[AlgorithmFamily, ...] = (
                     DDPGHyperparameters, frozenset({"continuous"}), "gradient", "update", update_grain),
     AlgorithmFamily("ES", "Evolution strategies (OpenAI-ES style): Gaussian parameter noise, ranked returns",
                     ESHyperparameters, BOTH, "evolutionary", "generation", generation_grain),
+    AlgorithmFamily("GRPO", "Group Relative Policy Optimization of a language model on a verifiable task "
+                    "(group-normalized rewards, clipped ratio), on-policy",
+                    GRPOHyperparameters, frozenset({"discrete"}), "gradient", "update", completions_grain,
+                    task="language"),
 )
 
 

@@ -31,6 +31,9 @@ FAMILY_NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
 #: Action-space kinds, as :func:`rlcompare.harness.counted_envs.action_space_kind` names them.
 ACTION_SPACES = frozenset({"discrete", "continuous"})
 KINDS = ("gradient", "evolutionary")
+#: What a family learns: a control policy on any Gymnasium environment, or a language model on one of
+#: the harness's language tasks (:mod:`rlcompare.harness.language`).
+TASKS = ("control", "language")
 
 Kind = Literal["gradient", "evolutionary"]
 #: Env steps one update (or generation) of this family covers for a workload, across every env.
@@ -84,6 +87,9 @@ class AlgorithmFamily:
     #: The family's reference update for parity probes (:class:`rlcompare.parity.reference.ReferenceUpdate`),
     #: or None: adapters offering the family are then ``unverifiable`` for it.
     parity: ParityReference | None = None
+    #: ``control`` or ``language`` (:data:`TASKS`): a language family's workloads name a language task and
+    #: a ``language_model``.
+    task: str = "control"
 
     def __post_init__(self) -> None:
         check_family(self)
@@ -96,6 +102,7 @@ class AlgorithmFamily:
             "kind": self.kind,
             "action_spaces": sorted(self.action_spaces),
             "granularity": self.granularity,
+            "task": self.task,
             "hyperparameters": {
                 name: {"default": _plain(info.default), "description": info.description}
                 for name, info in self.hyperparameters.model_fields.items()
@@ -130,6 +137,8 @@ def check_family(family: Any) -> None:
     if family.granularity not in GRANULARITIES:
         raise ValueError(f"{label}: granularity must be one of {', '.join(GRANULARITIES)}, "
                          f"got {family.granularity!r}")
+    if family.task not in TASKS:
+        raise ValueError(f"{label}: task must be one of {', '.join(TASKS)}, got {family.task!r}")
     if not callable(family.budget_grain):
         raise ValueError(f"{label}: budget_grain must be a function of the workload")
     if family.parity is not None:

@@ -33,6 +33,9 @@ from typing import Any
 #: is pinned by the harness; ``parallelism.mode`` is covered by adapters that offer async sampling).
 STRUCTURAL_SETTINGS = ("network.hidden_sizes", "network.activation", "parallelism.envs_per_worker",
                        "parallelism.workers")
+#: What a language workload's report covers instead: its ``language_model`` (the harness's architecture and
+#: initial weights, loaded into the framework's own model) in place of the network.
+LANGUAGE_STRUCTURAL_SETTINGS = ("language_model", "parallelism.envs_per_worker", "parallelism.workers")
 #: Canonical settings a report may list but that do not count (not every adapter must cover them;
 #: ``parallelism.simulation`` by the adapters that honour EnvPool, ``parallelism.seeds_per_program`` by those
 #: that train several seeds in one program; the others refuse them).
@@ -46,23 +49,30 @@ PARITY_PREFIX = "parity."
 STATUS_SCORES = {"exact": 1.0, "approximate": 0.5, "unsupported": 0.0}
 
 
-def counted_settings(hyperparameters: Iterable[str]) -> tuple[str, ...]:
+def structural_settings(language: bool = False) -> tuple[str, ...]:
+    """The settings besides the hyperparameters a report covers: a language workload's
+    (:data:`LANGUAGE_STRUCTURAL_SETTINGS`) or any other's (:data:`STRUCTURAL_SETTINGS`)."""
+    return LANGUAGE_STRUCTURAL_SETTINGS if language else STRUCTURAL_SETTINGS
+
+
+def counted_settings(hyperparameters: Iterable[str], language: bool = False) -> tuple[str, ...]:
     """The settings the fidelity share averages over, for a family whose hyperparameters are named
-    ``hyperparameters`` (the model's field names, or the keys of a stored workload's table)."""
+    ``hyperparameters`` (the model's field names, or the keys of a stored workload's table), on a
+    language workload (one with a ``language_model``) or not."""
     names = [f"hyperparameters.{name}" for name in hyperparameters if name != "algorithm"]
-    return (*names, *STRUCTURAL_SETTINGS)
+    return (*names, *structural_settings(language))
 
 
-def canonical_settings(hyperparameters: Iterable[str]) -> frozenset[str]:
+def canonical_settings(hyperparameters: Iterable[str], language: bool = False) -> frozenset[str]:
     """Every canonical setting of such a family: the counted ones and :data:`OPTIONAL_SETTINGS`."""
-    return frozenset((*counted_settings(hyperparameters), *OPTIONAL_SETTINGS))
+    return frozenset((*counted_settings(hyperparameters, language), *OPTIONAL_SETTINGS))
 
 
 def outside_settings(settings: Iterable[str], hyperparameters: Iterable[str],
-                     variant_settings: Iterable[str] = ()) -> list[str]:
+                     variant_settings: Iterable[str] = (), language: bool = False) -> list[str]:
     """The settings of an adapter's report that it may not list: neither canonical nor the setting
     of a variant of the family's reference update (in report order, each once)."""
-    allowed = canonical_settings(hyperparameters) | frozenset(variant_settings)
+    allowed = canonical_settings(hyperparameters, language) | frozenset(variant_settings)
     return list(dict.fromkeys(setting for setting in settings if setting not in allowed))
 
 
@@ -72,11 +82,11 @@ def is_departure(setting: str) -> bool:
 
 
 def fidelity_share(entries: Sequence[Mapping[str, Any]], hyperparameters: Iterable[str],
-                   verified: bool) -> float | None:
+                   verified: bool, language: bool = False) -> float | None:
     """The fidelity share of one run's report (plain entries: ``setting`` and ``status``); None when
     there is nothing to count (a family without hyperparameters and no structural settings cannot
     happen, but a report of no entries can: it counts every setting unsupported)."""
-    counted = counted_settings(hyperparameters)
+    counted = counted_settings(hyperparameters, language)
     if not counted:
         return None
     status: dict[str, str] = {}

@@ -35,6 +35,7 @@ from pydantic import (
 )
 
 from rlcompare.errors import InvalidWorkloadError, UnknownNameError
+from rlcompare.harness.language_ids import LANGUAGE_TASK_IDS, is_language_task
 from rlcompare.harness.limits import COUNTER_SLOTS
 from rlcompare.harness.validity import BudgetTolerance
 from rlcompare.spec.builtin_families import builtin_families
@@ -138,6 +139,35 @@ class Evaluation(_Spec):
     at_start: Bool = Field(True, description="Also evaluate the untrained policy at step 0.")
 
 
+class LanguageModel(_Spec):
+    """The tiny causal language model of a language workload (GRPO): a Qwen2-style decoder the harness
+    initializes from each run's seed, identical for every adapter (:mod:`rlcompare.harness.language`)."""
+
+    layers: Int = Field(2, gt=0, le=48, description="Decoder layers.")
+    hidden_size: Int = Field(64, gt=0, le=8_192, description="Width of the residual stream.")
+    heads: Int = Field(4, gt=0, le=128, description="Attention (query) heads.")
+    kv_heads: Int = Field(2, gt=0, le=128, description="Key/value heads (grouped-query attention).")
+    intermediate_size: Int = Field(128, gt=0, le=65_536, description="Width of the gated SiLU MLP.")
+    rope_theta: Float = Field(10_000.0, gt=0, description="Base of the rotary position frequencies.")
+    rms_norm_eps: Float = Field(1e-6, gt=0, lt=1, description="RMSNorm epsilon.")
+    init_std: Float = Field(0.02, gt=0, le=1, description="Standard deviation of the normal initial weights.")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The shape as plain data (as the worker's view gives it)."""
+        return self.model_dump(mode="json")
+
+    @model_validator(mode="after")
+    def _heads_fit(self) -> LanguageModel:
+        if self.hidden_size % self.heads:
+            raise ValueError(f"hidden_size {self.hidden_size} is not a multiple of heads {self.heads}")
+        if self.heads % self.kv_heads:
+            raise ValueError(f"heads {self.heads} is not a multiple of kv_heads {self.kv_heads}")
+        if (self.hidden_size // self.heads) % 2:
+            raise ValueError(f"the head size {self.hidden_size // self.heads} must be even "
+                             "(rotary positions rotate pairs)")
+        return self
+
+
 class Workload(_Spec):
     """One library-neutral training job; every adapter receives exactly this."""
 
@@ -155,6 +185,9 @@ class Workload(_Spec):
     seeds: Int = Field(2, gt=0, le=MAX_SEEDS, description="Number of seeds (seed values 0..seeds-1).")
     parallelism: Parallelism = Field(default_factory=Parallelism)
     network: Network = Field(default_factory=Network)
+    language_model: LanguageModel | None = Field(
+        None, description="The language model a language family (GRPO) trains; filled with the defaults for "
+        "one, refused for any other.")
     hyperparameters: SerializeAsAny[BaseModel] = Field(
         default_factory=dict, validate_default=True,  # omitted: every setting at the family's default
         description="Canonical hyperparameters of the algorithm's family (its model says which)."
@@ -208,6 +241,18 @@ class Workload(_Spec):
     @model_validator(mode="after")
     def _resolve_family(self, info: ValidationInfo) -> Workload:
         self._family = family_named(_families(info), self.algorithm)
+        return self
+
+    @model_validator(mode="after")
+    def _language_task(self) -> Workload:
+        if self._family.task == "language":
+            if not is_language_task(self.env):
+                raise ValueError(f"field 'env': {self.algorithm} trains a language model on one of the harness's "
+                                 f"language tasks ({', '.join(sorted(LANGUAGE_TASK_IDS))}), not {self.env!r}")
+            if self.language_model is None:
+                object.__setattr__(self, "language_model", LanguageModel())  # frozen model: resolve once
+        elif self.language_model is not None:
+            raise ValueError(f"field 'language_model': {self.algorithm} does not train a language model")
         return self
 
     @model_validator(mode="after")
@@ -270,7 +315,8 @@ class Workload(_Spec):
             "rollout_env_steps": self.rollout_env_steps,
             "step_count_tolerance": self.step_count_tolerance,
             "family": {"name": family.name, "kind": family.kind, "granularity": family.granularity,
-                       "action_spaces": sorted(family.action_spaces)},
+                       "action_spaces": sorted(family.action_spaces),
+                       **({"task": family.task} if family.task != "control" else {})},
         }
 
     def with_seeds(self, seeds: int) -> Workload:
@@ -295,6 +341,8 @@ class Workload(_Spec):
             data.pop("settings")
         if not data.get("native"):
             data.pop("native", None)
+        if data.get("language_model") is None:
+            data.pop("language_model", None)  # a control workload reads (and digests) as before
         if not data.get("stop_when_solved"):
             data.pop("stop_when_solved", None)
         if data["parallelism"].get("simulation") == "gymnasium":

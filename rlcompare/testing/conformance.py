@@ -29,6 +29,7 @@ from rlcompare.execution.local import LocalBackend, LocalRun
 from rlcompare.execution.process_tree import TreeMonitor
 from rlcompare.harness.contract import Adapter, check_adapter_class
 from rlcompare.harness.fidelity import Fidelity
+from rlcompare.harness.language_ids import DIGIT_ADDITION_ID
 from rlcompare.harness.run_directory import RunDirectory
 from rlcompare.harness.validity import BudgetTolerance, grain_refusal
 from rlcompare.parity.runner import default_cache, parity_requests, run_requests
@@ -37,7 +38,7 @@ from rlcompare.plan.matrix import PlannedRun, build_plan, check_faithful
 from rlcompare.plan.placement import place_runs
 from rlcompare.plugins.manager import Plugins, build_plugin_manager
 from rlcompare.spec.families import variant_settings
-from rlcompare.spec.settings import STRUCTURAL_SETTINGS, outside_settings
+from rlcompare.spec.settings import outside_settings, structural_settings
 from rlcompare.spec.workload import Workload, workload_from_dict
 from rlcompare.store.records import RunRecord
 from rlcompare.store.sqlite_store import Store
@@ -47,16 +48,17 @@ if TYPE_CHECKING:
     from rlcompare.spec.families import Families
 
 #: Environments the tiny workload may use, in order of preference (cheap, and every install has them).
-CONFORMANCE_ENVS = ("CartPole-v1", "Pendulum-v1")
+CONFORMANCE_ENVS = ("CartPole-v1", "Pendulum-v1", DIGIT_ADDITION_ID)
 #: Smallest budget of the tiny run, in env steps.
 MIN_BUDGET = 2_000
 #: Evaluation points during the tiny run (besides the one at step 0).
 EVALUATION_POINTS = 4
 #: Episodes per evaluation point: the largest batch the policy sees during evaluation.
 EVALUATION_EPISODES = 4
-# STRUCTURAL_SETTINGS (rlcompare.spec.settings): what every fidelity report covers besides the
-# algorithm's canonical hyperparameters: the network and the parallelism (``parallelism.mode`` only
-# where the adapter offers async sampling; ``threads_per_worker`` is pinned by the harness itself).
+# structural_settings (rlcompare.spec.settings): what every fidelity report covers besides the
+# algorithm's canonical hyperparameters: the network (a language workload: its language model) and the
+# parallelism (``parallelism.mode`` only where the adapter offers async sampling; ``threads_per_worker``
+# is pinned by the harness itself).
 #: Modules no plugin module may import, whatever its framework.
 HEAVY_MODULES = ("torch", "tensorflow", "jax", "ray")
 #: How long processes the worker started may take to go after it exited.
@@ -405,7 +407,8 @@ def any_offered_workload(plugins: Plugins, adapter: Adapter) -> Workload:
         family = plugins.algorithms.get(algorithm)
         if family is None:
             continue
-        env = CONFORMANCE_ENVS[0] if "discrete" in family.action_spaces else CONFORMANCE_ENVS[1]
+        env = (DIGIT_ADDITION_ID if family.task == "language" else
+               CONFORMANCE_ENVS[0] if "discrete" in family.action_spaces else CONFORMANCE_ENVS[1])
         return workload_from_dict({"id": f"conformance-{adapter.id}"[:64], "env": env, "algorithm": algorithm,
                                    "env_steps": MIN_BUDGET, "seeds": 1}, "conformance kit", plugins.algorithms)
     raise ConformanceFailure(f"adapter {adapter.id!r} offers no registered algorithm ({', '.join(offered) or 'none'}); "
@@ -589,12 +592,12 @@ def check_light_declarations(subject: Subject) -> None:
 
 def required_settings(workload: Workload, modes: Iterable[str] = ("sync",)) -> list[str]:
     """What a fidelity report must cover: every canonical hyperparameter of the workload's algorithm,
-    the network and the parallelism (:data:`STRUCTURAL_SETTINGS`), and the sampling mode when the
-    adapter offers more than synchronous sampling."""
+    the network (or language model) and the parallelism (:func:`structural_settings`), and the sampling
+    mode when the adapter offers more than synchronous sampling."""
     canonical = [f"hyperparameters.{name}" for name in type(workload.hyperparameters).model_fields
                  if name != "algorithm"]
     mode = ["parallelism.mode"] if set(modes) - {"sync"} else []
-    return [*canonical, *STRUCTURAL_SETTINGS, *mode]
+    return [*canonical, *structural_settings(workload.language_model is not None), *mode]
 
 
 def fidelity_problems(adapter: Adapter, workload: Workload) -> list[str]:
@@ -661,7 +664,8 @@ def check_canonical_settings(subject: Subject) -> None:
             continue
         family = families[workload.algorithm]
         outside = outside_settings((str(getattr(entry, "setting", "")) for entry in entries),
-                                   type(workload.hyperparameters).model_fields, variant_settings(family))
+                                   type(workload.hyperparameters).model_fields, variant_settings(family),
+                                   language=workload.language_model is not None)
         if outside:
             variants = sorted(variant_settings(family))
             allowed = (f"and the {family.name} reference update's variant settings ({', '.join(variants)})"

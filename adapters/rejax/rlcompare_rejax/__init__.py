@@ -24,7 +24,7 @@ for adapters that step Gymnasium environments:
   start-up (recorded as ``compile_seconds``), training time is the compiled program's.
 
 XLA's CPU threads are pinned to ``parallelism.threads_per_worker`` through ``PJRT_NPROC`` before JAX
-starts (:func:`rlcompare_rejax.run.configure_xla_threads`).
+starts (:func:`rlcompare.harness.jax_threads.configure_xla_threads`).
 """
 
 from __future__ import annotations
@@ -230,7 +230,7 @@ class RejaxAdapter(Adapter):
         refusal = twin_refusal(workload.env, dict(workload.env_kwargs))
         if refusal is not None:
             raise IncompatibleError(f"adapter {self.id!r} cannot run workload {workload.id!r}: {refusal}")
-        from rlcompare_rejax.run import configure_xla_threads, jax_backend_started
+        from rlcompare.harness.jax_threads import configure_xla_threads, jax_backend_started
 
         threads = workload.parallelism.threads_per_worker
         started_before = jax_backend_started()

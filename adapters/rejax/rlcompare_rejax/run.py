@@ -15,42 +15,11 @@ training clock starts, so compile time is start-up and throughput is the compile
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-
-
-def configure_xla_threads(threads: int) -> str:
-    """Pin XLA's CPU thread pool to ``threads`` (the harness pins torch, BLAS and OpenMP threads to
-    ``parallelism.threads_per_worker`` for every adapter; XLA reads none of those variables).
-
-    Must run before JAX starts its CPU backend. jaxlib sizes its CPU client's thread pool from
-    ``PJRT_NPROC`` (measured with jax 0.5.3 here: a jitted 2000 x 2000 matmul loop takes 1.97 CPU
-    seconds per wall second unpinned, 1.93 with ``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false
-    intra_op_parallelism_threads=1``, 1.0 with ``PJRT_NPROC=1``); with one thread XLA's Eigen pool is
-    switched off too (``--xla_cpu_multi_thread_eigen=false``). Returns the settings now in force, as
-    ``PJRT_NPROC=N XLA_FLAGS``. The platform is pinned to the CPU (``JAX_PLATFORMS=cpu``) unless the
-    caller chose one.
-    """
-    flags = [flag for flag in os.environ.get("XLA_FLAGS", "").split()
-             if not flag.startswith(("--xla_cpu_multi_thread_eigen", "intra_op_parallelism_threads"))]
-    if threads == 1:
-        flags += ["--xla_cpu_multi_thread_eigen=false"]
-    os.environ["XLA_FLAGS"] = " ".join(flags)
-    os.environ["PJRT_NPROC"] = str(threads)
-    os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    return f"PJRT_NPROC={threads} {os.environ['XLA_FLAGS']}".strip()
-
-
-def jax_backend_started() -> bool:
-    """Whether JAX has already started a backend in this process (thread flags no longer apply)."""
-    import sys
-
-    xla_bridge = sys.modules.get("jax._src.xla_bridge")
-    return bool(xla_bridge is not None and getattr(xla_bridge, "_backends", None))
 
 
 class RejaxRun:

@@ -29,7 +29,7 @@ Parallelism is SB3's, as in the SB3 adapter: ``workers == 1`` steps ``envs_per_w
 in-process (DummyVecEnv); ``workers > 1`` uses SubprocVecEnv, one environment per subprocess.
 
 JAX runs on the CPU (``JAX_PLATFORMS=cpu``) with XLA's intra-op thread pool pinned to the workload's
-``threads_per_worker`` (``PJRT_NPROC``, :mod:`rlcompare_sbx.jax_threads`), set before JAX is imported
+``threads_per_worker`` (``PJRT_NPROC``, :mod:`rlcompare.harness.jax_threads`), set before JAX is imported
 (:func:`configure_jax`); JAX's compile time is measured apart (:class:`rlcompare_sbx.training.CompileClock`)
 and recorded in the native configuration: in start-up (before ``context.start_training()``), in training,
 and in the harness's evaluations (each new batch size compiles SBX's jitted action selection).
@@ -335,7 +335,7 @@ def configure_jax(threads: int) -> dict[str, str]:
     """Set JAX's and XLA's environment before JAX is imported: the CPU platform only, and XLA's CPU
     thread pools pinned to ``threads`` (the harness pins torch and BLAS the same way). Returns what was
     set. Without effect once JAX is imported (then the variables only record what was asked)."""
-    from rlcompare_sbx.jax_threads import thread_environment
+    from rlcompare.harness.jax_threads import thread_environment
 
     settings = {"JAX_PLATFORMS": "cpu", **thread_environment(threads, os.environ.get("XLA_FLAGS", ""))}
     os.environ.update(settings)

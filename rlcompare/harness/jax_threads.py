@@ -1,5 +1,6 @@
 """XLA's CPU threads, pinned as the harness pins torch's (``torch.set_num_threads`` and the OpenMP/BLAS
-variables, to ``threads_per_worker``).
+variables, to ``threads_per_worker``), for every adapter whose framework runs on JAX (SBX, rejax, Tunix).
+Standard library only: it runs before JAX is imported.
 
 JAX's CPU client (PJRT) runs jitted computations on an intra-op thread pool (threads named
 ``tf_XLAEigen``) sized to the cores the process may use, whatever ``OMP_NUM_THREADS`` says. Measured
@@ -22,14 +23,34 @@ threads of its own (dispatch, profiler, gRPC) that compute nothing.
 
 from __future__ import annotations
 
+import os
+import sys
+
 #: The XLA flag this module manages (others in ``XLA_FLAGS`` are kept).
 EIGEN_FLAG = "--xla_cpu_multi_thread_eigen"
 
 
 def thread_environment(threads: int, xla_flags: str = "") -> dict[str, str]:
     """The environment variables that pin XLA's CPU threads to ``threads``, given the current
-    ``XLA_FLAGS`` (its other flags kept)."""
-    flags = [flag for flag in xla_flags.split() if not flag.startswith(f"{EIGEN_FLAG}=")]
+    ``XLA_FLAGS`` (its other flags kept; ``intra_op_parallelism_threads``, no XLA flag, dropped)."""
+    flags = [flag for flag in xla_flags.split()
+             if not flag.startswith((f"{EIGEN_FLAG}=", "intra_op_parallelism_threads"))]
     if threads == 1:
         flags.append(f"{EIGEN_FLAG}=false")
     return {"PJRT_NPROC": str(threads), "XLA_FLAGS": " ".join(flags)}
+
+
+def configure_xla_threads(threads: int) -> str:
+    """Pin this process's XLA CPU threads to ``threads`` (:func:`thread_environment` into ``os.environ``;
+    the platform pinned to the CPU, ``JAX_PLATFORMS=cpu``, unless the caller chose one). Must run before
+    JAX starts its CPU backend (:func:`jax_backend_started`). Returns the settings now in force, as
+    ``PJRT_NPROC=N XLA_FLAGS``."""
+    os.environ.update(thread_environment(threads, os.environ.get("XLA_FLAGS", "")))
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    return f"PJRT_NPROC={threads} {os.environ['XLA_FLAGS']}".strip()
+
+
+def jax_backend_started() -> bool:
+    """Whether JAX has already started a backend in this process (thread settings no longer apply)."""
+    xla_bridge = sys.modules.get("jax._src.xla_bridge")
+    return bool(xla_bridge is not None and getattr(xla_bridge, "_backends", None))
