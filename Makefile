@@ -16,7 +16,7 @@ STAMP := $(VENV)/.rlcompare-installed
 # scripts, which rlcompare does not run. `pip install 'rlcompare-sb3[zoo]'` installs it whole.
 ZOO := 'rl-zoo3==2.9.2'
 BUILTIN_DISTS := criteria adapters/sb3 adapters/tianshou adapters/rllib adapters/torchrl adapters/skrl adapters/evotorch adapters/sample_factory adapters/rsl_rl adapters/rejax adapters/d3rlpy \
-	adapters/rl_games adapters/mushroom_rl adapters/sbx
+	adapters/rl_games adapters/mushroom_rl adapters/sbx adapters/trl adapters/tunix
 
 .PHONY: install demo demo-all test lint bench clean
 

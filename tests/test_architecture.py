@@ -66,7 +66,8 @@ HARNESS_EXCEPTIONS = {"rlcompare.harness.private_ray": {"ray"}, "rlcompare.harne
 BUILTIN_PLUGIN_PACKAGES = ("rlcompare_sb3", "rlcompare_tianshou", "rlcompare_rllib", "rlcompare_torchrl",
                            "rlcompare_skrl", "rlcompare_evotorch", "rlcompare_sample_factory", "rlcompare_rsl_rl",
                            "rlcompare_rejax", "rlcompare_d3rlpy", "rlcompare_rl_games", "rlcompare_mushroom_rl",
-                           "rlcompare_sbx", "rlcompare_criteria")
+                           "rlcompare_sbx", "rlcompare_trl", "rlcompare_tunix",
+                           "rlcompare_criteria")
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ def test_autoload_can_be_disabled() -> None:
     assert result.returncode == 0, result.stderr
     assert [row["id"] for row in json.loads(result.stdout)] == [
         "d3rlpy", "evotorch", "mushroom-rl", "rejax", "rl-games", "rllib", "rsl-rl", "sample-factory", "sb3", "sbx",
-        "skrl", "tianshou", "torchrl"]  # the built-ins only: the outside plugin on PYTHONPATH is not loaded
+        "skrl", "tianshou", "torchrl", "trl", "tunix"]  # the built-ins only: the outside plugin on PYTHONPATH is not loaded
 
 
 def test_plugin_that_fails_to_import_is_reported_and_skipped() -> None:

@@ -54,6 +54,8 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "rlcompare_rl_games",
     "rlcompare_mushroom_rl",
     "rlcompare_sbx",
+    "rlcompare_trl",
+    "rlcompare_tunix",
     "rlcompare_criteria.performance",
     "rlcompare_criteria.development",
     "rlcompare.builtins.report_formats",
