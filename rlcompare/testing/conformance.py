@@ -368,7 +368,7 @@ def tiny_workload(plugins: Plugins, adapter: Adapter) -> Workload:
                 refusals.setdefault(_reason(refusal), []).append(base.id)
                 continue
             return workload
-    where = " or ".join(CONFORMANCE_ENVS)
+    where = " or ".join(_conformance_envs(plugins, offered))
     algorithms = ", ".join(offered) or "(none)"
     if not refusals:
         raise ConformanceFailure(
@@ -382,6 +382,13 @@ def tiny_workload(plugins: Plugins, adapter: Adapter) -> Workload:
            "(rlcompare_register_workloads: docs/writing-an-adapter.md, section 3)")
     raise ConformanceFailure(f"`rlcompare plan` refuses adapter {adapter.id!r} on every registered workload on "
                              f"{where} of its algorithms ({algorithms}): {found}. Fix: {fix}")
+
+
+def _conformance_envs(plugins: Plugins, algorithms: Iterable[str]) -> list[str]:
+    """The conformance environments the offered algorithms can train on: the language task for a language
+    family, CartPole and Pendulum for the others."""
+    tasks = {plugins.algorithms[name].task for name in algorithms if name in plugins.algorithms} or {"control"}
+    return [env for env in CONFORMANCE_ENVS if ("language" if env == DIGIT_ADDITION_ID else "control") in tasks]
 
 
 def _reason(refusal: IncompatibleError) -> str:
