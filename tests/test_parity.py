@@ -20,7 +20,7 @@ from rlcompare.harness.schedule import ScheduleTrace
 from rlcompare.parity.corrections import corrected_fidelity, standing
 from rlcompare.parity.dqn import DQNReference
 from rlcompare.parity.ppo import PPOReference
-from rlcompare.parity.runner import parity_requests, run_requests
+from rlcompare.parity.runner import Interpreter, ParityRequest, answer_many, parity_requests, run_requests
 from rlcompare.parity.schedules import canonical_schedule, schedule_differences
 from rlcompare.parity.verdict import DIFFERS, VERIFIED, compare, judge
 from rlcompare.plugins.manager import build_plugin_manager
@@ -293,3 +293,46 @@ def test_target_syncs_with_no_gradient_step_between_count_once() -> None:
     found = {difference.aspect: difference for difference in schedule_differences(workload, inside.summary())}
     assert {"target_sync_interval_gradient_steps", "target_sync_max_gradient_steps"} <= set(found)
     assert "canonical 128" in found["target_sync_interval_gradient_steps"].text
+
+
+@pytest.mark.framework
+def test_an_answer_is_kept_judged_again_without_asking_and_two_askers_take_turns(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An adapter's answer to a probe is kept: asked again, it is judged again from the file (no process);
+    another interpreter (another framework) or ``keep=False`` (``--refresh``) asks; two askers of the same
+    adapter at once start one process between them."""
+    import threading
+
+    from rlcompare_sb3 import StableBaselines3Adapter
+
+    reference = PPOReference()
+    case = reference.cases()[0]
+    asked = [(ParityRequest("sb3", StableBaselines3Adapter, reference, case), _probe(reference, case))]
+    interpreter = Interpreter(sys.executable, "test-kept", {})
+    started = []
+    real_run = subprocess.run
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        started.append(args)
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", counted)
+    results: list[Any] = []
+    askers = [threading.Thread(target=lambda: results.append(answer_many(asked, interpreter, answers=tmp_path)))
+              for _ in range(2)]
+    for asker in askers:
+        asker.start()
+    for asker in askers:
+        asker.join()
+    assert len(started) == 1 and len(results) == 2
+    (first, outcome), (second, kept) = results[0][0], results[1][0]
+    assert first.status == VERIFIED and first.to_dict() == second.to_dict()
+    assert outcome is not None and kept is not None
+    assert all(np.array_equal(outcome.gradients[name], kept.gradients[name]) for name in outcome.gradients)
+    assert len(list(tmp_path.glob("*.npz"))) == 1
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("asked again instead of judging the kept answer"))
+    assert answer_many(asked, interpreter, answers=tmp_path)[0][0].to_dict() == first.to_dict()
+    with pytest.raises(pytest.fail.Exception, match="asked again"):
+        answer_many(asked, Interpreter(sys.executable, "another framework", {}), answers=tmp_path)
+    with pytest.raises(pytest.fail.Exception, match="asked again"):
+        answer_many(asked, interpreter, answers=tmp_path, keep=False)

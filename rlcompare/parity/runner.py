@@ -11,9 +11,11 @@ then a lookup.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.metadata
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,6 +38,8 @@ from rlcompare.spec.workload import Workload
 #: Seconds one probe may take in its fresh interpreter (a framework's import included).
 PROBE_TIMEOUT_SECONDS = 600.0
 PARITY_CACHE = "parity.json"
+#: Folder of the user's cache holding the adapters' kept answers (:func:`answer_many`).
+ANSWERS_DIR = "parity-answers"
 WORKER_MODULE = "rlcompare.harness.parity_worker"
 
 
@@ -125,7 +129,7 @@ def run_requests(requests: Iterable[ParityRequest], cache: MeasurementCache,
         which = (request.reference.family, request.case.name)
         if which not in digests:
             digests[which] = _probe_digest(request, cache, probes)
-        key = "|".join(["parity", request.adapter_id, _code_digest(request.adapter_class), request.reference.family,
+        key = "|".join(["parity", request.adapter_id, _adapter_digest(request.adapter_class), request.reference.family,
                         request.case.name, digests[which], _code_digest(type(request.reference)),
                         "declared " + ",".join(sorted(request.declared)),
                         interpreter.identity, f"protocol {PARITY_PROTOCOL_VERSION}", rlcompare.__version__])
@@ -143,7 +147,7 @@ def run_requests(requests: Iterable[ParityRequest], cache: MeasurementCache,
     # one interpreter per adapter, as many at once as there are CPUs: a probe judges numbers, not time
     with ThreadPoolExecutor(max_workers=max(1, min(len(missing), usable_cpus()))) as pool:
         asked = {adapter_id: pool.submit(ask_many, [(request, probe) for _, request, probe, _ in pending],
-                                         interpreters[adapter_id])
+                                         interpreters[adapter_id], not cache.refresh)
                  for adapter_id, pending in missing.items()}
         for adapter_id, pending in missing.items():
             for (index, _, _, key), verdict in zip(pending, asked[adapter_id].result(), strict=True):
@@ -178,16 +182,57 @@ def ask(request: ParityRequest, probe: ParityProbe, interpreter: Interpreter) ->
     return ask_many([(request, probe)], interpreter)[0]
 
 
-def ask_many(asked: Sequence[tuple[ParityRequest, ParityProbe]], interpreter: Interpreter) -> list[ParityVerdict]:
+def ask_many(asked: Sequence[tuple[ParityRequest, ParityProbe]], interpreter: Interpreter,
+             keep: bool = True) -> list[ParityVerdict]:
     """Run one adapter's ``parity_update`` on each probe, all in one fresh interpreter, and judge each
-    answer. A probe the process never reached (it crashed or ran out of time on an earlier one) is
-    asked again in an interpreter of its own, so that each failure is the probe's own."""
-    return [verdict for verdict, _outcome in answer_many(asked, interpreter)]
+    answer (an answer kept from an earlier asking is judged again: :func:`answer_many`). A probe the process
+    never reached (it crashed or ran out of time on an earlier one) is asked again in an interpreter of its
+    own, so that each failure is the probe's own."""
+    return [verdict for verdict, _outcome in answer_many(asked, interpreter, keep=keep)]
 
 
-def answer_many(asked: Sequence[tuple[ParityRequest, ParityProbe]],
-                interpreter: Interpreter) -> list[tuple[ParityVerdict, ParityOutcome | None]]:
-    """:func:`ask_many`, each verdict with the adapter's answer it judged (None where the probe failed)."""
+def answer_many(asked: Sequence[tuple[ParityRequest, ParityProbe]], interpreter: Interpreter,
+                answers: Path | None = None, keep: bool = True) -> list[tuple[ParityVerdict, ParityOutcome | None]]:
+    """:func:`ask_many`, each verdict with the adapter's answer it judged (None where the probe failed).
+
+    An answer is a function of the adapter's code, the framework it runs (the interpreter's identity), the
+    harness's code and the probe: answers are kept in ``answers`` (default: ``parity-answers`` in the user's
+    cache) and an answer kept there is judged again instead of asked again (``keep=False``: every probe is
+    asked, as ``rlcompare parity --refresh`` wants). Two processes asking the same adapter's probes at once
+    take turns, so the second reads what the first asked."""
+    if not asked:
+        return []
+    if not keep:
+        return _answer_fresh(asked, interpreter, [None] * len(asked))
+    folder = answers if answers is not None else cache_dir() / ANSWERS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    keys = [_answer_key(request, probe, interpreter) for request, probe in asked]
+    turn = hashlib.sha256((_adapter_digest(asked[0][0].adapter_class) + interpreter.identity).encode()).hexdigest()
+    with open(folder / f"{turn[:24]}.lock", "a+", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found: list[tuple[ParityVerdict, ParityOutcome | None] | None] = []
+        for (request, probe), key in zip(asked, keys, strict=True):
+            outcome_path = folder / f"{key}.npz"
+            seconds_path = Path(str(outcome_path) + ".seconds")
+            found.append(_judged(request, probe, interpreter, outcome_path, float(seconds_path.read_text(encoding="utf-8")))
+                         if outcome_path.is_file() and seconds_path.is_file() else None)
+        missing = [index for index, answer in enumerate(found) if answer is None]
+        fresh = _answer_fresh([asked[index] for index in missing], interpreter,
+                              [folder / f"{keys[index]}.npz" for index in missing])
+    for index, answer in zip(missing, fresh, strict=True):
+        found[index] = answer
+    return [answer for answer in found if answer is not None]
+
+
+def _answer_key(request: ParityRequest, probe: ParityProbe, interpreter: Interpreter) -> str:
+    text = "|".join(["answer", _adapter_digest(request.adapter_class), probe.digest(), _code_digest(ParityProbe),
+                     interpreter.identity, f"protocol {PARITY_PROTOCOL_VERSION}", rlcompare.__version__])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _answer_fresh(asked: Sequence[tuple[ParityRequest, ParityProbe]], interpreter: Interpreter,
+                  keep_at: Sequence[Path | None]) -> list[tuple[ParityVerdict, ParityOutcome | None]]:
+    """Ask every probe in one fresh interpreter; a judged answer is copied to its ``keep_at`` path (if any)."""
     if not asked:
         return []
     adapter_class = asked[0][0].adapter_class
@@ -209,7 +254,7 @@ def answer_many(asked: Sequence[tuple[ParityRequest, ParityProbe]],
         except subprocess.TimeoutExpired:
             ended = f"the probe took over {PROBE_TIMEOUT_SECONDS:g} s"
         answers: list[tuple[ParityVerdict, ParityOutcome | None]] = []
-        for (request, probe), (_, outcome_path) in zip(asked, paths, strict=True):
+        for (request, probe), (_, outcome_path), keep_path in zip(asked, paths, keep_at, strict=True):
             error_path = Path(str(outcome_path) + ".error.json")
             seconds_path = Path(str(outcome_path) + ".seconds")
             if error_path.exists():
@@ -217,13 +262,24 @@ def answer_many(asked: Sequence[tuple[ParityRequest, ParityProbe]],
                 answers.append((_failed(request, probe, interpreter, f"parity_update raised {error.get('error')}"),
                                 None))
             elif outcome_path.exists() and seconds_path.exists():
-                answers.append(_judged(request, probe, interpreter, outcome_path,
-                                       float(seconds_path.read_text(encoding="utf-8"))))
-            elif len(asked) > 1:
-                answers.extend(answer_many([(request, probe)], interpreter))  # never reached: on its own
+                answer = _judged(request, probe, interpreter, outcome_path,
+                                 float(seconds_path.read_text(encoding="utf-8")))
+                if keep_path is not None and answer[1] is not None:
+                    _keep_answer(outcome_path, seconds_path, keep_path)
+                answers.append(answer)
+            elif len(asked) > 1:  # never reached: on its own
+                answers.extend(_answer_fresh([(request, probe)], interpreter, [keep_path]))
             else:
                 answers.append((_failed(request, probe, interpreter, ended), None))
     return answers
+
+
+def _keep_answer(outcome_path: Path, seconds_path: Path, keep_path: Path) -> None:
+    """Copy an answer (and its CPU seconds) into the kept answers; whole files only (written, then renamed)."""
+    partial = keep_path.with_name(keep_path.name + ".partial")
+    shutil.copyfile(outcome_path, partial)
+    Path(str(keep_path) + ".seconds").write_text(seconds_path.read_text(encoding="utf-8"), encoding="utf-8")
+    partial.replace(keep_path)
 
 
 def _judged(request: ParityRequest, probe: ParityProbe, interpreter: Interpreter, outcome_path: Path,
@@ -258,6 +314,13 @@ def _declared(adapter_class: type[Adapter], reference: ReferenceUpdate, workload
         return declared_variants(reference, adapter_class().fidelity(workload))
     except Exception:  # noqa: BLE001 - an adapter's bug is reported by the kit, not here
         return frozenset()
+
+
+def _adapter_digest(adapter_class: type) -> str:
+    """Digest of an adapter's code: its package's, and that of every class it derives from outside rlcompare
+    (an outside adapter that subclasses a built-in one answers with the built-in's parity code)."""
+    owners = [cls for cls in adapter_class.__mro__ if cls.__module__.split(".")[0] not in ("rlcompare", "builtins", "abc")]
+    return hashlib.sha256("".join(_code_digest(cls) for cls in owners or [adapter_class]).encode()).hexdigest()[:12]
 
 
 def _code_digest(cls: type) -> str:
