@@ -64,7 +64,7 @@ demo: install
 
 # Every built-in adapter on the quick suite (Sample Factory builds its own environment first).
 demo-all: install
-	@echo "rlcompare demo-all: CartPole PPO with every built-in adapter, 2 seeds each; about 8 minutes on 2 CPUs, and about a minute more the first time (the environments of Sample Factory, rl_games, rejax and SBX are built)"
+	@echo "rlcompare demo-all: CartPole PPO with every built-in adapter, 2 seeds each (the GRPO libraries TRL and Tunix are refused: rlcompare run --suite llm-tiny compares them); about 8 minutes on 2 CPUs, and about a minute more the first time (the environments of Sample Factory, rl_games, rejax and SBX are built)"
 	$(VENV)/bin/rlcompare run --suite quick --jobs 2 --store rlcompare-all.db; status=$$?; \
 	$(VENV)/bin/rlcompare report --store rlcompare-all.db --out reports/demo-all --format html,md --summary && \
 	$(VENV)/bin/rlcompare cite --store rlcompare-all.db --format bibtex > reports/demo-all/rlcompare-matrix.bib && \
