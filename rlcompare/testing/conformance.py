@@ -339,9 +339,10 @@ class Kit:
 
 
 def tiny_workload(plugins: Plugins, adapter: Adapter) -> Workload:
-    """A small run derived from a registered workload on CartPole or Pendulum for the adapter's first
-    offered algorithm (alphabetically) that it can run: one seed, one worker, a budget of a few
-    rollouts (at least :data:`MIN_BUDGET` env steps), :data:`EVALUATION_POINTS` evaluation points."""
+    """A small run derived from the first registered workload the adapter can run, on CartPole, then
+    Pendulum, then the language task (each environment's offered algorithms alphabetically): one seed,
+    one worker, a budget of a few rollouts (at least :data:`MIN_BUDGET` env steps),
+    :data:`EVALUATION_POINTS` evaluation points."""
     from rlcompare.harness.counted_envs import action_space_kind  # gymnasium, once the kit runs
 
     try:
@@ -350,24 +351,24 @@ def tiny_workload(plugins: Plugins, adapter: Adapter) -> Workload:
         raise ConformanceFailure(f"capabilities() raised {type(exc).__name__}: {exc}") from None
     refusals: dict[str, list[str]] = {}  # reason -> the registered workloads it refused
     unfaithful = False
-    for algorithm in offered:
-        candidates = sorted((w for w in plugins.workloads.values()
-                             if w.algorithm == algorithm and w.env in CONFORMANCE_ENVS),
-                            key=lambda w: (CONFORMANCE_ENVS.index(w.env), w.id))
-        for base in candidates:
-            workload = derive_tiny(base, adapter, plugins.algorithms)
-            try:
-                adapter.check_compatible(workload, action_space_kind(workload.env, workload.env_kwargs))
-            except IncompatibleError as refusal:
-                refusals.setdefault(_reason(refusal), []).append(base.id)
-                continue
-            try:
-                check_faithful(adapter, workload)
-            except IncompatibleError as refusal:
-                unfaithful = True
-                refusals.setdefault(_reason(refusal), []).append(base.id)
-                continue
-            return workload
+    # environment first (CartPole before Pendulum: a tiny discrete run costs a fraction of a continuous
+    # one), then the offered algorithms alphabetically, then the workload ids
+    candidates = sorted((w for w in plugins.workloads.values() if w.algorithm in offered and w.env in CONFORMANCE_ENVS),
+                        key=lambda w: (CONFORMANCE_ENVS.index(w.env), w.algorithm, w.id))
+    for base in candidates:
+        workload = derive_tiny(base, adapter, plugins.algorithms)
+        try:
+            adapter.check_compatible(workload, action_space_kind(workload.env, workload.env_kwargs))
+        except IncompatibleError as refusal:
+            refusals.setdefault(_reason(refusal), []).append(base.id)
+            continue
+        try:
+            check_faithful(adapter, workload)
+        except IncompatibleError as refusal:
+            unfaithful = True
+            refusals.setdefault(_reason(refusal), []).append(base.id)
+            continue
+        return workload
     where = " or ".join(_conformance_envs(plugins, offered))
     algorithms = ", ".join(offered) or "(none)"
     if not refusals:
