@@ -144,6 +144,7 @@ def test_a_grpo_workload_gets_the_default_model_and_a_control_workload_reads_as_
     ({"hyperparameters": {"group_size": 1}}, "field 'hyperparameters.group_size'"),
     ({"hyperparameters": {"loss_aggregation": "sum"}}, "field 'hyperparameters.loss_aggregation'"),
     ({"hyperparameters": {"clip_hi": 0.3}}, "did you mean 'clip_high'"),
+    ({"env_kwargs": {"split": "held_out"}}, "field 'env_kwargs.split': the harness chooses the split"),
 ])
 def test_a_bad_language_workload_is_one_line_naming_the_field(change: dict, field: str) -> None:
     with pytest.raises(InvalidWorkloadError, match=field.replace("(", r"\(")) as raised:

@@ -249,6 +249,9 @@ class Workload(_Spec):
             if not is_language_task(self.env):
                 raise ValueError(f"field 'env': {self.algorithm} trains a language model on one of the harness's "
                                  f"language tasks ({', '.join(sorted(LANGUAGE_TASK_IDS))}), not {self.env!r}")
+            if "split" in self.env_kwargs:
+                raise ValueError("field 'env_kwargs.split': the harness chooses the split (training draws the "
+                                 "training problems, its evaluation the held-out ones)")
             if self.language_model is None:
                 object.__setattr__(self, "language_model", LanguageModel())  # frozen model: resolve once
         elif self.language_model is not None:
