@@ -220,7 +220,7 @@ def training_prompts(env_id: str, env_kwargs: Mapping[str, Any], run_seed: int,
     """A run's first ``count`` training prompts as text (``<bos>`` left to the tokenizer: ``12+34=``), with
     the reset seed of each (:func:`training_problem_seeds`): what an adapter's data loader serves, in order."""
     task = task_of(env_id, env_kwargs)
-    env = DigitAdditionEnv(**{key: value for key, value in env_kwargs.items() if key != "split"})
+    env = DigitAdditionEnv(task.digits, task.max_new_tokens, "train", task.modulus)
     seeds = training_problem_seeds(run_seed, count)
     prompts = []
     for problem_seed in seeds:

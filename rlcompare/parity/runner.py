@@ -206,8 +206,12 @@ def answer_many(asked: Sequence[tuple[ParityRequest, ParityProbe]], interpreter:
         return _answer_fresh(asked, interpreter, [None] * len(asked))
     folder = answers if answers is not None else cache_dir() / ANSWERS_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    keys = [_answer_key(request, probe, interpreter) for request, probe in asked]
-    turn = hashlib.sha256((_adapter_digest(asked[0][0].adapter_class) + interpreter.identity).encode()).hexdigest()
+    # one adapter's probes (one interpreter runs them): what identifies an answer besides its probe, read once
+    adapter = _adapter_digest(asked[0][0].adapter_class)
+    common = "|".join(["answer", adapter, _code_digest(ParityProbe), interpreter.identity,
+                       f"protocol {PARITY_PROTOCOL_VERSION}", rlcompare.__version__])
+    keys = [hashlib.sha256(f"{common}|{probe.digest()}".encode()).hexdigest()[:32] for _, probe in asked]
+    turn = hashlib.sha256((adapter + interpreter.identity).encode()).hexdigest()
     with open(folder / f"{turn[:24]}.lock", "a+", encoding="utf-8") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         found: list[tuple[ParityVerdict, ParityOutcome | None] | None] = []
@@ -222,12 +226,6 @@ def answer_many(asked: Sequence[tuple[ParityRequest, ParityProbe]], interpreter:
     for index, answer in zip(missing, fresh, strict=True):
         found[index] = answer
     return [answer for answer in found if answer is not None]
-
-
-def _answer_key(request: ParityRequest, probe: ParityProbe, interpreter: Interpreter) -> str:
-    text = "|".join(["answer", _adapter_digest(request.adapter_class), probe.digest(), _code_digest(ParityProbe),
-                     interpreter.identity, f"protocol {PARITY_PROTOCOL_VERSION}", rlcompare.__version__])
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def _answer_fresh(asked: Sequence[tuple[ParityRequest, ParityProbe]], interpreter: Interpreter,

@@ -29,7 +29,7 @@ from rlcompare.execution.local import LocalBackend, LocalRun
 from rlcompare.execution.process_tree import TreeMonitor
 from rlcompare.harness.contract import Adapter, check_adapter_class
 from rlcompare.harness.fidelity import Fidelity
-from rlcompare.harness.language_ids import DIGIT_ADDITION_ID
+from rlcompare.harness.language_ids import DIGIT_ADDITION_ID, is_language_task
 from rlcompare.harness.run_directory import RunDirectory
 from rlcompare.harness.validity import BudgetTolerance, grain_refusal
 from rlcompare.parity.runner import default_cache, parity_requests, run_requests
@@ -389,7 +389,7 @@ def _conformance_envs(plugins: Plugins, algorithms: Iterable[str]) -> list[str]:
     """The conformance environments the offered algorithms can train on: the language task for a language
     family, CartPole and Pendulum for the others."""
     tasks = {plugins.algorithms[name].task for name in algorithms if name in plugins.algorithms} or {"control"}
-    return [env for env in CONFORMANCE_ENVS if ("language" if env == DIGIT_ADDITION_ID else "control") in tasks]
+    return [env for env in CONFORMANCE_ENVS if ("language" if is_language_task(env) else "control") in tasks]
 
 
 def _reason(refusal: IncompatibleError) -> str:
