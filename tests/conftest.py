@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from rlcompare.pyenvs.manager import BYTECODE_MODE_ENV
+from rlcompare.pyenvs.warm import WARM_START_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOD_PLUGINS = ROOT / "tests" / "plugins" / "good"
@@ -109,6 +110,11 @@ def measurement_cache_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
     # checks both ways.
     if not sys.flags.dont_write_bytecode:
         os.environ[BYTECODE_MODE_ENV] = "on-import"
+    # Each run's process forked from a parent that imported its framework once (rlcompare.pyenvs.warm):
+    # the framework's import (2-7 CPU seconds) is paid once per test process and environment instead of
+    # once per run. Cold starts stay the default for users; tests/test_warm_start.py runs both ways and
+    # tests that measure a cold start's own figures set RLCOMPARE_WARM_START=0.
+    os.environ.setdefault(WARM_START_ENV, "1")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -17,6 +17,7 @@ import pytest
 from rlcompare.harness.measurement_cache import MeasurementCache
 from rlcompare.harness.parity import RAN, UNVERIFIABLE, ParityOutcome, ParityProbe
 from rlcompare.harness.schedule import ScheduleTrace
+from rlcompare.parity import runner as parity_runner
 from rlcompare.parity.corrections import corrected_fidelity, standing
 from rlcompare.parity.dqn import DQNReference
 from rlcompare.parity.ppo import PPOReference
@@ -310,13 +311,13 @@ def test_an_answer_is_kept_judged_again_without_asking_and_two_askers_take_turns
     asked = [(ParityRequest("sb3", StableBaselines3Adapter, reference, case), _probe(reference, case))]
     interpreter = Interpreter(sys.executable, "test-kept", {})
     started = []
-    real_run = subprocess.run
+    real_ask = parity_runner._ask_process  # a fresh interpreter, or a fork of a warm parent (rlcompare.pyenvs.warm)
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         started.append(args)
-        return real_run(*args, **kwargs)
+        return real_ask(*args, **kwargs)
 
-    monkeypatch.setattr(subprocess, "run", counted)
+    monkeypatch.setattr(parity_runner, "_ask_process", counted)
     results: list[Any] = []
     askers = [threading.Thread(target=lambda: results.append(answer_many(asked, interpreter, answers=tmp_path)))
               for _ in range(2)]
@@ -330,7 +331,8 @@ def test_an_answer_is_kept_judged_again_without_asking_and_two_askers_take_turns
     assert outcome is not None and kept is not None
     assert all(np.array_equal(outcome.gradients[name], kept.gradients[name]) for name in outcome.gradients)
     assert len(list(tmp_path.glob("*.npz"))) == 1
-    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("asked again instead of judging the kept answer"))
+    monkeypatch.setattr(parity_runner, "_ask_process",
+                        lambda *a, **k: pytest.fail("asked again instead of judging the kept answer"))
     assert answer_many(asked, interpreter, answers=tmp_path)[0][0].to_dict() == first.to_dict()
     with pytest.raises(pytest.fail.Exception, match="asked again"):
         answer_many(asked, Interpreter(sys.executable, "another framework", {}), answers=tmp_path)

@@ -46,9 +46,17 @@ def _measured(data: ScoringData, adapter_id: str) -> list[dict[str, Any]]:
 
 
 def import_seconds(data: ScoringData, adapter_id: str) -> list[float]:
-    """The adapter's runs' own cold-import timings (wall seconds), oldest run first."""
+    """The adapter's runs' own cold-import timings (wall seconds), oldest run first; runs forked from one
+    parent (``--warm-start``) share its one timing, which counts once."""
     samples = []
+    parents: set[str] = set()
     for item in _measured(data, adapter_id):
+        warm = item.get("warm_start")
+        parent = warm.get("parent") if isinstance(warm, dict) else None
+        if isinstance(parent, str):
+            if parent in parents:
+                continue
+            parents.add(parent)
         timing = item.get("import")
         seconds = timing.get("seconds") if isinstance(timing, dict) else None
         if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds >= 0:

@@ -60,6 +60,11 @@ def add_run_options(command: argparse.ArgumentParser, store_default: str = DEFAU
     command.add_argument("--no-parity", action="store_true",
                          help="do not probe each adapter's update before the runs (their records then say "
                               "'not probed'; see `rlcompare parity`)")
+    command.add_argument("--warm-start", action="store_true",
+                         help="local backend: fork each run from a process that imported its framework once per "
+                              "environment, instead of a fresh interpreter importing it (saves the import per run; "
+                              "start-up still counts it, peak memory excludes shared pages a run never touches; "
+                              "docs/criteria.md)")
     command.add_argument("--isolate", action="store_true",
                          help="run every adapter in its own environment (default: only those that do "
                               "not fit the main one; see `rlcompare env`)")
@@ -75,7 +80,10 @@ def execute(args: argparse.Namespace, plugins: Plugins, plan: Plan, resume_with:
     backend_class = plugins.backend(args.backend)
     if args.address is not None and args.backend != "ray":
         raise UsageError(f"--address: only --backend ray joins a cluster, not {args.backend!r}")
-    backend = backend_class(Limits(args.timeout, args.max_memory), BackendOptions(jobs=args.jobs, address=args.address))
+    if args.warm_start and args.backend != "local":
+        raise UsageError(f"--warm-start: only the local backend forks its runs, not {args.backend!r}")
+    options = BackendOptions(jobs=args.jobs, address=args.address, warm_start=args.warm_start or None)
+    backend = backend_class(Limits(args.timeout, args.max_memory), options)
     backend.check()
     together = sorted({run.workload.id for run in plan.runs
                        if run.workload.parallelism.seeds_per_program > 1})

@@ -53,6 +53,9 @@ class BackendOptions:
 
     jobs: int = 1
     address: str | None = None
+    #: Fork each local run from a parent that imported its framework (:mod:`rlcompare.pyenvs.warm`);
+    #: None: as ``RLCOMPARE_WARM_START`` says.
+    warm_start: bool | None = None
 
 
 @dataclass

@@ -21,12 +21,13 @@ from rlcompare.harness.driver_watch import DRIVER_FD_ENV
 from rlcompare.harness.host import usable_cpus
 from rlcompare.harness.run_directory import RunDirectory
 from rlcompare.plan.matrix import PlannedRun
+from rlcompare.pyenvs.warm import PER_RUN_VARIABLES, WarmProcess, start, warm_start_requested
 
 
 @dataclass
 class LocalRun:
     planned: PlannedRun
-    process: subprocess.Popen[bytes]
+    process: subprocess.Popen[bytes] | WarmProcess
     directory: RunDirectory
     started: float
     monitor: TreeMonitor
@@ -44,10 +45,13 @@ class LocalBackend(Backend):
     sample_interval = 0.1
     #: The module each run's interpreter runs (``python -m MODULE SPEC.json``).
     worker_module = WORKER_MODULE
+    #: Variables each run sets for itself, which warm starts' parents do not share (:mod:`rlcompare.pyenvs.warm`).
+    per_run_variables = PER_RUN_VARIABLES
 
     def __init__(self, *args: Any, python: str = sys.executable, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.python = python
+        self.warm_start = warm_start_requested() if self.options.warm_start is None else self.options.warm_start
 
     def capacity(self) -> int:
         return self.options.jobs
@@ -61,13 +65,19 @@ class LocalBackend(Backend):
         watched, held = os.pipe()  # the worker reads until the driver's end closes
         env = worker_environment(planned, directory=directory)
         env[DRIVER_FD_ENV] = str(watched)
+        python = worker_python(planned, self.python)
         try:
-            process = subprocess.Popen(
-                [worker_python(planned, self.python), "-m", self.worker_module, str(directory.spec)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                pass_fds=(watched,),
-                start_new_session=True,  # its own process group, so the whole tree can be stopped
-            )
+            process: subprocess.Popen[bytes] | WarmProcess | None = None
+            if self.warm_start:
+                process = start(python, self.worker_module, [str(directory.spec)], env, planned.framework_modules,
+                                log, watched, varying=self.per_run_variables)
+            if process is None:
+                process = subprocess.Popen(
+                    [python, "-m", self.worker_module, str(directory.spec)],
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                    pass_fds=(watched,),
+                    start_new_session=True,  # its own process group, so the whole tree can be stopped
+                )
         except BaseException:
             os.close(held)
             log.close()
@@ -105,6 +115,8 @@ class LocalBackend(Backend):
 
     def _ending(self, handle: LocalRun) -> Ending:
         wall = time.monotonic() - handle.started
+        if isinstance(handle.process, WarmProcess):
+            handle.monitor.account_reaped(handle.process.pid, handle.process.cpu_seconds, handle.process.peak_rss_bytes)
         if not handle.log.closed:
             handle.log.close()
         try:

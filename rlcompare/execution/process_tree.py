@@ -46,6 +46,15 @@ class TreeMonitor:
                 continue
         self.peak_rss_bytes = max(self.peak_rss_bytes, rss)
 
+    def account_reaped(self, pid: int, cpu_seconds: float | None, peak_rss_bytes: int | None) -> None:
+        """Take in what the parent that reaped ``pid`` measured of it (``wait4``): its peak resident set
+        counts toward the tree's peak, and its CPU time stands for its own where no sample saw it (its
+        CPU time also holds the children it waited for, which samples may have counted apart)."""
+        if peak_rss_bytes is not None:
+            self.peak_rss_bytes = max(self.peak_rss_bytes, int(peak_rss_bytes))
+        if cpu_seconds is not None and pid not in self.cpu_by_pid:
+            self.cpu_by_pid[pid] = float(cpu_seconds)
+
     @property
     def cpu_seconds(self) -> float:
         """CPU time of the tree as last sampled (a lower bound: the last interval may be missed)."""

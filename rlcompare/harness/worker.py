@@ -37,6 +37,7 @@ from rlcompare.harness.host import distribution_versions, host_info, loaded_vers
 from rlcompare.harness.protocol import RunResult, RunSpec
 from rlcompare.harness.run_directory import RunDirectory
 from rlcompare.harness.workload_view import workload_view
+from rlcompare.harness.zygote import forked_from
 
 
 def load_adapter_class(reference: str) -> type[Adapter]:
@@ -125,7 +126,25 @@ def measure_framework(data: Any) -> dict[str, Any] | None:
     modules = data.get("framework_modules") if isinstance(data, dict) else None
     if not isinstance(modules, list) or not modules or not all(isinstance(name, str) for name in modules):
         return None
+    preloaded = forked_from()
+    if preloaded is not None:
+        # a warm start: the parent imported these first thing, as this function does in a cold worker
+        if list(preloaded.modules) != modules or preloaded.measurement is None:
+            return None
+        return {**preloaded.measurement, "warm_start": {"preload_seconds": preloaded.seconds, "parent": preloaded.parent}}
     return measure_in_this_interpreter(modules)
+
+
+def with_preload(result: RunResult, launched_at: float) -> RunResult:
+    """``result`` with a cold start's start-up, in a warm start: the parent's preload (the interpreter's
+    start and the framework's import, which a cold worker spends after its launch) and the run's own
+    time from its fork, instead of its time since the driver launched it (which, for a parent's first
+    run, includes the parent's start)."""
+    preloaded = forked_from()
+    if preloaded is None or result.startup_seconds is None:
+        return result
+    waited = max(0.0, preloaded.forked_at - launched_at)
+    return dataclasses.replace(result, startup_seconds=result.startup_seconds - waited + preloaded.seconds)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         # every process this run starts is marked with the attempt, whatever backend started it
         os.environ.setdefault(ATTEMPT_ENV, data["run_dir"])
     development = measure_framework(data)
+    launched = data.get("launched_at") if isinstance(data, dict) else None
+    launched_at = float(launched) if isinstance(launched, (int, float)) else started
     companions: list[tuple[Path, RunResult]] = []
     try:
         spec = RunSpec.from_dict(data)
@@ -149,8 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         result = RunResult(run_id=run_id, status="failed", error=_first_line(exc), traceback=traceback.format_exc())
     for run_dir, other in companions:
         RunDirectory(run_dir).write_result(
-            dataclasses.replace(other, worker_seconds=time.time() - started, development=development))
-    result = dataclasses.replace(result, worker_seconds=time.time() - started, development=development)
+            dataclasses.replace(with_preload(other, launched_at), worker_seconds=time.time() - started, development=development))
+    result = dataclasses.replace(with_preload(result, launched_at), worker_seconds=time.time() - started, development=development)
     # atomic and synced: the driver (or the next one, if this one died) never reads half a result
     RunDirectory(Path(data["run_dir"])).write_result(result)
     sys.stdout.flush()

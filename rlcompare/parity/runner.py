@@ -26,12 +26,14 @@ from pathlib import Path
 
 import rlcompare
 from rlcompare.harness.contract import Adapter
+from rlcompare.harness.framework_import import framework_modules
 from rlcompare.harness.host import cache_dir, usable_cpus
 from rlcompare.harness.measurement_cache import MeasurementCache
 from rlcompare.harness.parity import PARITY_PROTOCOL_VERSION, ParityError, ParityOutcome, ParityProbe
 from rlcompare.parity.reference import ProbeCase, ReferenceUpdate, declared_variants
 from rlcompare.parity.verdict import FAILED, UNVERIFIABLE, ParityVerdict, judge
 from rlcompare.pyenvs.manager import EnvironmentManager, EnvironmentSpec, isolation_reason
+from rlcompare.pyenvs.warm import run_module, warm_start_requested
 from rlcompare.spec.families import Families
 from rlcompare.spec.workload import Workload
 
@@ -245,10 +247,9 @@ def _answer_fresh(asked: Sequence[tuple[ParityRequest, ParityProbe]], interprete
         manifest = Path(scratch) / "manifest.json"
         manifest.write_text(json.dumps([[str(a), str(b)] for a, b in paths]), encoding="utf-8")
         try:
-            done = subprocess.run([interpreter.python, "-m", WORKER_MODULE, name, "--batch", str(manifest)],
-                                  capture_output=True, text=True, timeout=timeout, check=False)
-            ended = f"the probe's process exited with {done.returncode}: " + \
-                (done.stderr.strip().splitlines() or ["no output"])[-1][:300]
+            status, output = _ask_process(interpreter.python, adapter_class, [name, "--batch", str(manifest)], timeout)
+            ended = f"the probe's process exited with {status}: " + \
+                (output.strip().splitlines() or ["no output"])[-1][:300]
         except subprocess.TimeoutExpired:
             ended = f"the probe took over {PROBE_TIMEOUT_SECONDS:g} s"
         answers: list[tuple[ParityVerdict, ParityOutcome | None]] = []
@@ -270,6 +271,22 @@ def _answer_fresh(asked: Sequence[tuple[ParityRequest, ParityProbe]], interprete
             else:
                 answers.append((_failed(request, probe, interpreter, ended), None))
     return answers
+
+
+def _ask_process(python: str, adapter_class: type, argv: list[str], timeout: float) -> tuple[int, str]:
+    """The parity worker's exit status and its error output: forked from a parent that imported the
+    framework when warm starts are on (:mod:`rlcompare.pyenvs.warm`), else a fresh interpreter."""
+    if warm_start_requested():
+        try:
+            modules = framework_modules(adapter_class)
+        except Exception:  # noqa: BLE001 - an odd plugin class: its probe starts cold
+            modules = ()
+        done = run_module(python, WORKER_MODULE, argv, modules, timeout)
+        if done is not None:
+            return done
+    cold = subprocess.run([python, "-m", WORKER_MODULE, *argv], capture_output=True, text=True, timeout=timeout,
+                          check=False)
+    return cold.returncode, cold.stderr
 
 
 def _keep_answer(outcome_path: Path, seconds_path: Path, keep_path: Path) -> None:

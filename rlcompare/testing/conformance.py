@@ -241,6 +241,7 @@ class ProbingBackend(LocalBackend):
     name = "conformance"
     description = "the local backend, probing policies and processes (conformance kit)"
     worker_module = "rlcompare.testing.probe_worker"
+    per_run_variables = LocalBackend.per_run_variables | {PROBE_ENV}
 
     def __init__(self, *args: Any, probe_path: Path, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
