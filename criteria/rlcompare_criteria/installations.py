@@ -65,11 +65,11 @@ class Installation:
         nothing of this process's import path (as its workers do), and every interpreter the thread
         pins of a run with one thread per worker (the default), as a run's worker that times its own
         import has them (a BLAS or OpenMP runtime sizes its pool when it loads)."""
-        from rlcompare.execution.backend import THREAD_ENV_VARS
+        from rlcompare.pyenvs.processes import THREAD_ENV_VARS
 
         env = {**os.environ, **dict.fromkeys(THREAD_ENV_VARS, "1")}
         if self.environment_key is not None:
-            from rlcompare.execution.backend import enter_environment
+            from rlcompare.pyenvs.processes import enter_environment
 
             enter_environment(env, self.python)
         return env

@@ -17,18 +17,16 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rlcompare.errors import PluginError
 from rlcompare.harness.protocol import CurvePoint, RunResult
+from rlcompare.pyenvs.processes import process_environment
 
 if TYPE_CHECKING:
     from rlcompare.harness.run_directory import RunDirectory
     from rlcompare.plan.matrix import PlannedRun
 
-#: Torch/BLAS/OpenMP thread variables pinned to the workload's threads_per_worker in every run.
-THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 #: The module every run's worker process runs (``python -m WORKER_MODULE SPEC.json``).
 WORKER_MODULE = "rlcompare.harness.worker"
 #: Every process of a run inherits these variables, so stragglers can be found after the fact: the
@@ -140,30 +138,14 @@ def worker_environment(planned: PlannedRun, base: dict[str, str] | None = None,
                        directory: RunDirectory | None = None) -> dict[str, str]:
     """A run's environment: thread pins identical for every adapter, the run id and the attempt
     (``directory``'s path) on every process, no inherited Ray address (a framework using Ray starts
-    its own). Without ``directory`` the worker marks itself with its spec's run directory."""
-    env = dict(os.environ if base is None else base)
-    threads = str(planned.workload.parallelism.threads_per_worker)
-    for name in THREAD_ENV_VARS:
-        env[name] = threads
-    env["PYTHONUNBUFFERED"] = "1"
+    its own) (:func:`rlcompare.pyenvs.processes.process_environment`). Without ``directory`` the worker
+    marks itself with its spec's run directory."""
+    env = process_environment(os.environ if base is None else base, planned.workload.parallelism.threads_per_worker,
+                              None if planned.environment is None else planned.environment.python)
     env[RUN_ID_ENV] = planned.run_id
-    env.pop(ATTEMPT_ENV, None)  # never the driver's own (a driver started from inside a run)
     if directory is not None:
         env[ATTEMPT_ENV] = str(directory.path)
-    env.pop("RAY_ADDRESS", None)
-    if planned.environment is not None:
-        enter_environment(env, planned.environment.python)
     return env
-
-
-def enter_environment(env: dict[str, str], python: str) -> None:
-    """Make ``env`` that of a process in the adapter environment of ``python``: nothing of the
-    driver's import path leaks in, and a framework that starts ``python`` gets the environment's."""
-    for name in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP"):
-        env.pop(name, None)
-    bin_dir = Path(python).parent
-    env["VIRTUAL_ENV"] = str(bin_dir.parent)
-    env["PATH"] = os.pathsep.join([str(bin_dir), *[part for part in env.get("PATH", "").split(os.pathsep) if part]])
 
 
 def worker_python(planned: PlannedRun, default: str) -> str:

@@ -22,11 +22,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from rlcompare.execution.backend import ATTEMPT_ENV, RUN_ID_ENV, THREAD_ENV_VARS, WORKER_MODULE, enter_environment
+from rlcompare.execution.backend import ATTEMPT_ENV, RUN_ID_ENV, WORKER_MODULE
 from rlcompare.execution.process_tree import TreeMonitor, kill_tree
 from rlcompare.harness.driver_watch import DRIVER_FD_ENV
 from rlcompare.harness.protocol import CurvePoint, RunResult, RunSpec
 from rlcompare.harness.run_directory import RunDirectory
+from rlcompare.pyenvs.processes import process_environment
 
 #: Seconds between two looks at the worker (its progress file, its tree).
 SAMPLE_SECONDS = 0.2
@@ -61,18 +62,13 @@ def rerun_marker(run_dir: str, rerun: int) -> str:
 
 
 def _environment(spec: RunSpec, watched: int) -> dict[str, str]:
-    env = dict(os.environ)
-    threads = str(spec.workload.get("parallelism", {}).get("threads_per_worker", 1))
-    for name in THREAD_ENV_VARS:
-        env[name] = threads
-    env["PYTHONUNBUFFERED"] = "1"
+    threads = int(spec.workload.get("parallelism", {}).get("threads_per_worker", 1))
+    env = process_environment(os.environ, threads, None if spec.environment is None else spec.environment.python)
     env[RUN_ID_ENV] = spec.run_id
     env[ATTEMPT_ENV] = spec.run_dir
     env[DRIVER_FD_ENV] = str(watched)
-    for name in ("RAY_ADDRESS", "RAY_JOB_ID", "RAY_RAYLET_PID"):  # a framework's own Ray starts fresh
+    for name in ("RAY_JOB_ID", "RAY_RAYLET_PID"):  # a framework's own Ray starts fresh
         env.pop(name, None)
-    if spec.environment is not None:
-        enter_environment(env, spec.environment.python)
     return env
 
 

@@ -116,11 +116,15 @@ NOT_LEARNED = frozenset({"ray", "grpc", "jax", "jaxlib", "tensorflow", "zmq", "t
 class Learning:
     """What a parent learns from its first run that ends well: the modules that run imported of the
     packages the parent had loaded (a framework's lazily imported parts: torch's first optimizer imports
-    ``torch._dynamo``, 1 to 3 CPU seconds), which the parent then imports for the runs it forks later. The
-    seconds it takes are added to the preload those runs count in their start-up."""
+    ``torch._dynamo``, 1 to 3 CPU seconds), which the parent imports when the next run is asked for, before
+    it forks it and the runs after it. The seconds it takes are added to the preload those runs count in
+    their start-up."""
 
     folder: str
     done: bool = False
+    #: What the first good run imported, imported by the parent only when another run is asked for (a
+    #: parent that forks one run never spends the time).
+    pending: list[str] | None = None
 
     def report_path(self, pid: int) -> str:
         return os.path.join(self.folder, f"modules-{pid}.json")
@@ -137,7 +141,13 @@ class Learning:
                 os.remove(path)
         if self.done or status != 0 or not isinstance(names, list):
             return
-        self.done = True
+        self.done, self.pending = True, [str(name) for name in names]
+
+    def import_pending(self) -> None:
+        """Import what was learned (before the next fork)."""
+        names, self.pending = self.pending or [], None
+        if not names:
+            return
         loaded = {name.partition(".")[0] for name in sys.modules}
         started = time.time()
         for name in names:
@@ -167,6 +177,7 @@ def _start(connection: socket.socket, listener: socket.socket, watch: int | None
         if len(fds) != 2:
             raise ValueError(f"expected the log and the driver pipe, got {len(fds)} descriptors")
         module, argv, env, cwd = request["module"], request["argv"], request["env"], request["cwd"]
+        learning.import_pending()
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
@@ -274,7 +285,7 @@ def _reap(children: dict[int, socket.socket], learning: Learning) -> None:
         except OSError:
             pass  # the driver let go of this run
         connection.close()
-        learning.learn_from(pid, code)  # after the driver heard the run end: its wall time does not hold this
+        learning.learn_from(pid, code)
 
 
 def main(argv: list[str] | None = None) -> int:

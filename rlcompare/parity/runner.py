@@ -15,6 +15,7 @@ import fcntl
 import hashlib
 import importlib.metadata
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -33,6 +34,7 @@ from rlcompare.harness.parity import PARITY_PROTOCOL_VERSION, ParityError, Parit
 from rlcompare.parity.reference import ProbeCase, ReferenceUpdate, declared_variants
 from rlcompare.parity.verdict import FAILED, UNVERIFIABLE, ParityVerdict, judge
 from rlcompare.pyenvs.manager import EnvironmentManager, EnvironmentSpec, isolation_reason
+from rlcompare.pyenvs.processes import process_environment
 from rlcompare.pyenvs.warm import run_module, warm_start_requested
 from rlcompare.spec.families import Families
 from rlcompare.spec.workload import Workload
@@ -275,17 +277,22 @@ def _answer_fresh(asked: Sequence[tuple[ParityRequest, ParityProbe]], interprete
 
 def _ask_process(python: str, adapter_class: type, argv: list[str], timeout: float) -> tuple[int, str]:
     """The parity worker's exit status and its error output: forked from a parent that imported the
-    framework when warm starts are on (:mod:`rlcompare.pyenvs.warm`), else a fresh interpreter."""
+    framework when warm starts are on (:mod:`rlcompare.pyenvs.warm`), else a fresh interpreter. Its
+    environment is a one-thread run's (:func:`rlcompare.pyenvs.processes.process_environment`): the same
+    pins for every framework, and in the main environment the parent a driver's one-thread runs are
+    forked from serves it too. The driver's import path stays (an outside adapter's package may be on it
+    only), also in an adapter's own environment."""
+    env = process_environment(os.environ, 1)
     if warm_start_requested():
         try:
             modules = framework_modules(adapter_class)
         except Exception:  # noqa: BLE001 - an odd plugin class: its probe starts cold
             modules = ()
-        done = run_module(python, WORKER_MODULE, argv, modules, timeout)
+        done = run_module(python, WORKER_MODULE, argv, modules, timeout, env=env)
         if done is not None:
             return done
     cold = subprocess.run([python, "-m", WORKER_MODULE, *argv], capture_output=True, text=True, timeout=timeout,
-                          check=False)
+                          check=False, env=env)
     return cold.returncode, cold.stderr
 
 

@@ -41,9 +41,9 @@ ZYGOTE_MODULE = "rlcompare.harness.zygote"
 PER_RUN_VARIABLES = frozenset({RUN_ID_ENV, ATTEMPT_ENV, DRIVER_FD_ENV})
 #: Parents kept at once per driver (each holds its framework imported: a few hundred MiB); the one
 #: used longest ago stops first.
-MAX_PARENTS = 3
+MAX_PARENTS = 4
 #: Seconds a parent may wait unused before the next request stops it.
-IDLE_SECONDS = 120.0
+IDLE_SECONDS = 300.0
 #: Seconds a parent may take to import its framework before its runs start cold instead.
 READY_TIMEOUT_SECONDS = 300.0
 
