@@ -274,6 +274,28 @@ def test_a_parent_imports_what_its_first_good_run_imported_of_its_packages_and_c
     warm.PARENTS.stop_all()
 
 
+def test_a_parent_is_not_stopped_under_a_running_process_even_past_the_limit(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(warm, "PARENTS", warm.Parents(limit=1))
+    (tmp_path / "warm_napper.py").write_text("import sys, time\ntime.sleep(float(sys.argv[1]))\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    watched, held = os.pipe()
+    with (tmp_path / "log").open("wb") as log:
+        napping = warm.start(sys.executable, "warm_napper", ["3"], env, [], log, watched)
+    os.close(watched)
+    assert napping is not None
+    first = next(iter(warm.PARENTS.parents.values()))
+    # another environment while the first parent's process runs: a second parent, the first kept
+    assert warm.run_module(sys.executable, "warm_napper", ["0"], [], timeout=60, env={**env, "OTHER": "1"})[0] == 0
+    assert len(warm.PARENTS.parents) == 2 and first.process.poll() is None
+    assert napping.wait(30) == 0 and napping.peak_rss_bytes and napping.cpu_seconds is not None
+    os.close(held)
+    # once it ended, the parent used longest ago goes first
+    assert warm.run_module(sys.executable, "warm_napper", ["0"], [], timeout=60, env={**env, "OTHER": "2"})[0] == 0
+    assert len(warm.PARENTS.parents) == 1 and first.process.wait(10) == 0
+    warm.PARENTS.stop_all()
+
+
 def test_a_forked_process_past_its_timeout_is_killed_with_its_session(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(warm, "PARENTS", warm.Parents())

@@ -57,9 +57,10 @@ class WarmProcess:
     """A run's process forked by a parent: ``pid`` and the parts of :class:`subprocess.Popen`'s
     interface the backends use. Its exit status comes over its own connection to the parent."""
 
-    def __init__(self, pid: int, connection: socket.socket) -> None:
+    def __init__(self, pid: int, connection: socket.socket, parent: Parent | None = None) -> None:
         self.pid = pid
         self.returncode: int | None = None
+        self._parent = parent
         #: The process's own CPU seconds (with those of the children it waited for) and peak resident
         #: set, as its parent reaped it; None until then, or when the parent went first.
         self.cpu_seconds: float | None = None
@@ -98,6 +99,8 @@ class WarmProcess:
             time.sleep(0.05)  # the parent went, the process still ends on its own (its driver pipe)
         if self.returncode is not None:
             self._connection.close()
+            if self._parent is not None:
+                self._parent.running.discard(self.pid)
 
 
 def _alive(pid: int) -> bool:
@@ -120,6 +123,9 @@ class Parent:
     ready_lock: threading.Lock = field(default_factory=threading.Lock)
     log: IO[bytes] | None = None
     last_used: float = field(default_factory=time.monotonic)
+    #: Its forked processes still running: a parent is not stopped under them (their exit status and
+    #: usage come from it), only when the driver ends.
+    running: set[int] = field(default_factory=set)
 
     @property
     def socket_path(self) -> str:
@@ -156,15 +162,17 @@ class Parents:
         key = (python, tuple(modules), tuple(sorted(base.items())))
         with self.lock:
             now = time.monotonic()
-            for other in [other for other, held in self.parents.items() if now - held.last_used > IDLE_SECONDS]:
+            for other in [other for other, held in self.parents.items()
+                          if now - held.last_used > IDLE_SECONDS and not held.running]:
                 self.parents.pop(other).stop()
             parent = self.parents.get(key)
             if parent is not None and parent.process.poll() is not None:
                 self.parents.pop(key).stop()
                 parent = None
             if parent is None:
-                while len(self.parents) >= self.limit:
-                    self.parents.popitem(last=False)[1].stop()
+                idle = [other for other, held in self.parents.items() if not held.running]  # used longest ago first
+                while len(self.parents) >= self.limit and idle:
+                    self.parents.pop(idle.pop(0)).stop()
                 parent = _launch(python, tuple(modules), base)
                 if parent is None:
                     return None
@@ -242,7 +250,8 @@ def start(python: str, module: str, argv: list[str], env: Mapping[str, str], mod
     if "pid" not in reply:
         connection.close()
         return None
-    return WarmProcess(int(reply["pid"]), connection)
+    parent.running.add(int(reply["pid"]))
+    return WarmProcess(int(reply["pid"]), connection, parent)
 
 
 def run_module(python: str, module: str, argv: list[str], modules: Iterable[str], timeout: float,
