@@ -151,10 +151,11 @@ def test_a_timeout_kills_the_run_and_all_it_started_and_the_next_run_starts(
 def test_a_killed_driver_takes_its_runs_and_their_parent_with_it(
         warm_mode: bool, fake_plugin: Path, tiny_workload: Path, tmp_path: Path) -> None:
     pid_file = tmp_path / "pids"
-    driver = subprocess.Popen(
+    driver = subprocess.Popen(  # the option, not the variable (set to 0), asks for warm starts here
         [sys.executable, "-m", "rlcompare", "run", "--workload", str(tiny_workload), "--adapters", "sleepy",
-         "--seeds", "1", "--store", str(tmp_path / "runs.db"), "--no-parity"],
-        env={**os.environ, "FAKEFW_PID_FILE": str(pid_file)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+         "--seeds", "1", "--store", str(tmp_path / "runs.db"), "--no-parity", *(["--warm-start"] if warm_mode else [])],
+        env={**os.environ, "FAKEFW_PID_FILE": str(pid_file), warm.WARM_START_ENV: "0"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while not pid_file.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
