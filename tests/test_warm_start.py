@@ -240,7 +240,7 @@ def test_each_forked_process_gets_its_own_arguments_environment_directory_sessio
 
 LEARNING_MODULE = textwrap.dedent("""
     import json, sys
-    from rlcompare.harness.zygote import forked_from
+    from rlcompare.harness.preloaded import forked_from
     had = {name: name in sys.modules for name in ("warmpkg.lazy", "concurrent.futures")}
     import warmpkg.lazy, concurrent.futures
     print(json.dumps({"had": had, "preload_seconds": forked_from().seconds}))

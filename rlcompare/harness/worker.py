@@ -34,10 +34,10 @@ from rlcompare.harness.contract import Adapter, TrainingResult
 from rlcompare.harness.driver_watch import ATTEMPT_ENV, watch_driver
 from rlcompare.harness.framework_import import measure_in_this_interpreter
 from rlcompare.harness.host import distribution_versions, host_info, loaded_versions
+from rlcompare.harness.preloaded import forked_from
 from rlcompare.harness.protocol import RunResult, RunSpec
 from rlcompare.harness.run_directory import RunDirectory
 from rlcompare.harness.workload_view import workload_view
-from rlcompare.harness.zygote import forked_from
 
 
 def load_adapter_class(reference: str) -> type[Adapter]:

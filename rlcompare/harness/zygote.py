@@ -7,7 +7,7 @@ the adapter's module, and then forks one child per run on request. Each child is
 its own session, the run's environment, working directory, log and driver pipe, and the module the
 request names run as ``__main__`` (the worker, the kit's probe worker, the parity worker). The import
 is paid once per environment instead of once per run; the child reports the parent's measured import
-and adds the parent's preload to its start-up (:data:`PRELOADED`), so its figures stay those of a cold
+and adds the parent's preload to its start-up (:mod:`rlcompare.harness.preloaded`), so its figures stay those of a cold
 run (docs/criteria.md).
 
 Requests arrive on a Unix ``SOCK_SEQPACKET`` socket, one connection per run: a JSON message
@@ -27,7 +27,6 @@ from rlcompare.harness.import_path import drop_current_directory
 if __name__ == "__main__":
     drop_current_directory()
 
-import dataclasses
 import importlib
 import json
 import os
@@ -40,35 +39,12 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any
 
-DRIVER_FD_ENV = "RLCOMPARE_DRIVER_FD"
+from rlcompare.harness.driver_watch import DRIVER_FD_ENV
+from rlcompare.harness.preloaded import Preloaded, add_preload_seconds, mark_forked, set_preloaded
+
 #: Largest request accepted (the run's environment dominates it).
 MAX_REQUEST_BYTES = 1 << 20
-
-
-@dataclass(frozen=True)
-class Preloaded:
-    """What the parent imported before forking this process: the framework modules, the cold
-    import's measurement (as a cold worker takes it), and the parent's seconds from its launch by
-    the driver until it was ready, which a forked run adds to its start-up."""
-
-    modules: tuple[str, ...]
-    measurement: dict[str, Any] | None
-    seconds: float
-    #: Names the parent: the runs it forked share one import sample (one sample, not one per run).
-    parent: str = ""
-    #: When this run's process was forked (``time.time()``); 0 in the parent.
-    forked_at: float = 0.0
-
-
-#: Set in a forked run's process (None in a cold one).
-PRELOADED: Preloaded | None = None
-
-
-def forked_from() -> Preloaded | None:
-    """What the parent of this run's process preloaded; None in a cold worker."""
-    return PRELOADED
 
 
 def preload(modules: list[str], launched_at: float) -> Preloaded:
@@ -83,8 +59,7 @@ def preload(modules: list[str], launched_at: float) -> Preloaded:
 
 def serve(path: str, preloaded: Preloaded) -> None:
     """Accept requests on ``path`` until the driver's pipe closes."""
-    # run as ``__main__``: the state goes where a run's modules import it from
-    importlib.import_module("rlcompare.harness.zygote").PRELOADED = preloaded
+    set_preloaded(preloaded)
     watch = _driver_fd()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(path)
@@ -157,10 +132,7 @@ class Learning:
                     importlib.import_module(name)
                 except Exception:  # noqa: BLE001 - a module its run imported in another way; the runs import it
                     continue
-        registry = importlib.import_module("rlcompare.harness.zygote")
-        if registry.PRELOADED is not None:
-            registry.PRELOADED = dataclasses.replace(registry.PRELOADED,
-                                                     seconds=registry.PRELOADED.seconds + time.time() - started)
+        add_preload_seconds(time.time() - started)
 
 
 def _driver_fd() -> int | None:
@@ -188,9 +160,7 @@ def _start(connection: socket.socket, listener: socket.socket, watch: int | None
         connection.close()
         return None
     if pid == 0:
-        registry = importlib.import_module("rlcompare.harness.zygote")
-        if registry.PRELOADED is not None:
-            registry.PRELOADED = dataclasses.replace(registry.PRELOADED, forked_at=time.time())
+        mark_forked()
         listener.close()
         for other in children.values():
             other.close()
