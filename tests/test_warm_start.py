@@ -179,12 +179,14 @@ def test_runs_of_one_environment_share_one_parent_and_a_changed_variable_gets_an
     held = []
     for number, value in enumerate(("a", "a", "b")):
         monkeypatch.setenv("RLCOMPARE_TEST_VARIABLE", value)
+        # pytest's own variable, another value in each test's each phase, is read by no framework's import
+        monkeypatch.setenv("PYTEST_CURRENT_TEST", f"tests/test_x.py::test_{number} (call)")
         with Store(tmp_path / f"runs{number}.db") as store:
             summary = LocalRunner(store, jobs=2).run(_plan(tiny_workload, ["fake"], seeds=2))
         assert [o.status for o in summary.outcomes] == ["ok", "ok"]
         held.append([parent.process.pid for parent in warm.PARENTS.parents.values()])
     first, second, third = held
-    assert len(first) == 1 and first == second  # four runs, one parent
+    assert len(first) == 1 and first == second  # four runs in two tests, one parent
     assert len(third) == 2 and third[0] == first[0]  # a variable a framework may read at import: another
     warm.PARENTS.stop_all()
     assert not any(_alive(pid) for pid in third)

@@ -37,8 +37,10 @@ from rlcompare.harness.driver_watch import ATTEMPT_ENV, DRIVER_FD_ENV, RUN_ID_EN
 #: Set to 1 to start every local run warm (what ``--warm-start`` sets for the driver and its runs).
 WARM_START_ENV = "RLCOMPARE_WARM_START"
 ZYGOTE_MODULE = "rlcompare.harness.zygote"
-#: Variables that differ from run to run and that nothing reads at import: they do not split parents.
-PER_RUN_VARIABLES = frozenset({RUN_ID_ENV, ATTEMPT_ENV, DRIVER_FD_ENV})
+#: Variables that differ from run to run and that nothing reads at import: they do not split parents
+#: (each forked process still gets its request's value). pytest sets PYTEST_CURRENT_TEST for each
+#: phase of each test: a test process that drives runs would otherwise start a parent per test.
+PER_RUN_VARIABLES = frozenset({RUN_ID_ENV, ATTEMPT_ENV, DRIVER_FD_ENV, "PYTEST_CURRENT_TEST"})
 #: Parents kept at once per driver (each holds its framework imported: a few hundred MiB); the one
 #: used longest ago stops first.
 MAX_PARENTS = 4
