@@ -180,6 +180,35 @@ def test_equivalence_check_fails_on_a_deliberately_altered_environment(
     assert verdict["failures"] and verdict["params_changed"]
 
 
+CACHED_PROGRAM_SCRIPT = """
+import json
+import jax
+import jax.numpy as jnp
+from rlcompare_rejax.run import RejaxRun
+run = RejaxRun("PPO", "CartPole-v1", {"num_envs": 2, "num_steps": 32, "num_epochs": 1, "num_minibatches": 2,
+                                      "total_timesteps": 10_000}, 1)
+state = run._iterate(run.ts, jnp.int32(3))
+print(json.dumps({"global_step": int(state.global_step), "cache": bool(jax.config.jax_enable_compilation_cache)}))
+"""
+
+
+@pytest.mark.framework
+def test_a_users_jax_compilation_cache_is_not_used_by_runs(rejax_python: str, tmp_path: Path) -> None:
+    """A user's JAX_COMPILATION_CACHE_DIR (every program written, however quick to compile) is neither
+    written nor read by a process the harness starts: its training program is compiled, runs and trains,
+    and the cache folder stays empty. (With rejax 0.1.3 on jax 0.5.3, a second process that read this
+    program back from the cache took no step: its state came back unchanged.)"""
+    from rlcompare.pyenvs.processes import process_environment
+
+    user = {**os.environ, "JAX_COMPILATION_CACHE_DIR": str(tmp_path / "jax-cache"), "JAX_PLATFORMS": "cpu",
+            "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
+    result = subprocess.run([rejax_python, "-c", CACHED_PROGRAM_SCRIPT], capture_output=True, text=True,
+                            timeout=600, env=process_environment(user, 1, rejax_python))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {"global_step": 3 * 2 * 32, "cache": False}
+    assert not any((tmp_path / "jax-cache").rglob("*"))
+
+
 @pytest.fixture(scope="module")
 def rejax_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
     plugins = build_plugin_manager((*BUILTIN_PLUGINS, "rlcompare_rejax"), autoload=False)
