@@ -74,9 +74,7 @@ demo-all: install
 # worker so that its shared real runs are made once. On 2 CPUs the serial suite keeps about one CPU
 # busy (user time equals wall time: most tests wait on one process at a time), and two workers took
 # 17 min 30 s against 27 min 16 s serially in the same hour. PYTEST_ARGS= (empty) runs it serially.
-# --no-loadscope-reorder: modules are handed out in the order tests/conftest.py gives them (those that
-# train with real frameworks first), not by their number of tests alone.
-PYTEST_ARGS ?= -n auto --dist loadfile --no-loadscope-reorder
+PYTEST_ARGS ?= -n auto --dist loadfile
 
 # The HTML report's browser test drives Debian's chromium (never a browser download): installed
 # here where it is missing and apt-get can; the test says why it skips where it cannot.

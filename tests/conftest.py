@@ -3,7 +3,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -119,13 +118,9 @@ def measurement_cache_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Modules that train with a real framework first, the quick ones after them, each group's modules
-    by their number of tests (most first), each module's tests in their own order. Under ``--dist
-    loadfile`` a worker takes the next module when it is free: with the long modules handed out first,
-    the quick ones fill in at the end, instead of one worker starting a long module while the other has
-    nothing left (the longest-first rule of scheduling). pytest-xdist keeps this order with
-    ``--no-loadscope-reorder`` (the Makefile's default); its own order is by number of tests alone,
-    which hands out modules that start Ray clusters last."""
+    """Modules that train with a real framework first, the quick ones after them, each module's tests
+    in their own order. Under ``--dist loadfile`` a worker takes the next module when it is free: with
+    the long modules handed out first, the quick ones fill in at the end, instead of one worker
+    starting a long module while the other has nothing left (the longest-first rule of scheduling)."""
     slow = {item.path for item in items if item.get_closest_marker("framework") is not None}
-    tests = Counter(item.path for item in items)
-    items.sort(key=lambda item: (item.path not in slow, -tests[item.path]))  # stable: each module's own order
+    items.sort(key=lambda item: item.path not in slow)  # stable: collection order within each group
