@@ -119,8 +119,8 @@ def measurement_cache_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Modules that train with a real framework first, the quick ones after them, each module's tests
-    in their own order. Under ``--dist loadfile`` a worker takes the next module when it is free: with
-    the long modules handed out first, the quick ones fill in at the end, instead of one worker
-    starting a long module while the other has nothing left (the longest-first rule of scheduling)."""
+    in their own order: the order of a serial run. Under ``--dist loadfile`` pytest-xdist hands the
+    modules out by their number of tests instead (most first; ``--no-loadscope-reorder`` keeps this
+    order): measured in one hour on 2 CPUs, 584 s of tests with its order against 598 s with this one."""
     slow = {item.path for item in items if item.get_closest_marker("framework") is not None}
     items.sort(key=lambda item: item.path not in slow)  # stable: collection order within each group
