@@ -26,7 +26,7 @@ from rlcompare.execution.backend import ATTEMPT_ENV, RUN_ID_ENV, WORKER_MODULE
 from rlcompare.execution.process_tree import TreeMonitor, kill_tree
 from rlcompare.harness.driver_watch import DRIVER_FD_ENV
 from rlcompare.harness.protocol import CurvePoint, RunResult, RunSpec
-from rlcompare.harness.run_directory import RunDirectory
+from rlcompare.harness.run_directory import RunDirectory, process_alive
 from rlcompare.pyenvs.processes import process_environment
 
 #: Seconds between two looks at the worker (its progress file, its tree).
@@ -86,15 +86,6 @@ os._exit(0)
 """
 
 
-def _alive(pid: int) -> bool:
-    import psutil
-
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
 def execute_run(spec_data: dict[str, Any], limits: dict[str, Any], cpus_given: int) -> Iterator[dict[str, Any]]:
     """Run one planned run's worker on this node and stream what it measures (plain JSON items:
     ``point`` with a curve point, ``stats``, and one ``end`` with the worker's result)."""
@@ -136,7 +127,7 @@ def execute_run(spec_data: dict[str, Any], limits: dict[str, Any], cpus_given: i
             for point in points[sent:]:
                 yield {"kind": "point", "point": point.to_dict()}
             sent = len(points)
-            if not _alive(pid):
+            if not process_alive(pid):
                 break
             elapsed = time.monotonic() - started
             timeout, memory = limits.get("timeout_seconds"), limits.get("max_memory_bytes")

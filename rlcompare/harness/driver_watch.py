@@ -23,12 +23,18 @@ RUN_ID_ENV = "RLCOMPARE_RUN_ID"
 ATTEMPT_ENV = "RLCOMPARE_ATTEMPT"
 
 
+def take_driver_fd() -> int | None:
+    """The driver pipe's read end the driver handed this process (``RLCOMPARE_DRIVER_FD``, removed from
+    the environment so that this process's own children do not take it too); None without one."""
+    text = os.environ.pop(DRIVER_FD_ENV, "")
+    return int(text) if text.isdigit() else None
+
+
 def watch_driver() -> threading.Thread | None:
     """Start the watching thread if the driver handed this process a pipe; None otherwise."""
-    text = os.environ.pop(DRIVER_FD_ENV, None)
-    if not text or not text.isdigit():
+    fd = take_driver_fd()
+    if fd is None:
         return None
-    fd = int(text)
     try:
         os.set_inheritable(fd, False)  # the worker's own children do not need it
     except OSError:

@@ -59,14 +59,28 @@ def write_json_atomically(path: Path, data: Any, sync: bool = True) -> None:
     os.replace(partial, path)
 
 
-def process_start(pid: int) -> float | None:
-    """When process ``pid`` started (clock ticks since boot, from /proc), or None if it is gone."""
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (state first), or None if it is gone."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-            stat = handle.read()
-        return float(stat.rsplit(")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
+            return handle.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
         return None
+
+
+def process_start(pid: int) -> float | None:
+    """When process ``pid`` started (clock ticks since boot, from /proc), or None if it is gone."""
+    fields = _stat_fields(pid)
+    try:
+        return None if fields is None else float(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and has not ended (a zombie, not yet reaped, has ended)."""
+    fields = _stat_fields(pid)
+    return bool(fields) and fields[0] not in ("Z", "X")
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ import time
 import traceback
 from dataclasses import dataclass
 
-from rlcompare.harness.driver_watch import DRIVER_FD_ENV
+from rlcompare.harness.driver_watch import DRIVER_FD_ENV, take_driver_fd
 from rlcompare.harness.preloaded import Preloaded, add_preload_seconds, mark_forked, set_preloaded
 
 #: Largest request accepted (the run's environment dominates it).
@@ -60,7 +60,7 @@ def preload(modules: list[str], launched_at: float) -> Preloaded:
 def serve(path: str, preloaded: Preloaded) -> None:
     """Accept requests on ``path`` until the driver's pipe closes."""
     set_preloaded(preloaded)
-    watch = _driver_fd()
+    watch = take_driver_fd()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(path)
     listener.listen(16)
@@ -133,11 +133,6 @@ class Learning:
                 except Exception:  # noqa: BLE001 - a module its run imported in another way; the runs import it
                     continue
         add_preload_seconds(time.time() - started)
-
-
-def _driver_fd() -> int | None:
-    text = os.environ.pop(DRIVER_FD_ENV, "")
-    return int(text) if text.isdigit() else None
 
 
 def _start(connection: socket.socket, listener: socket.socket, watch: int | None,

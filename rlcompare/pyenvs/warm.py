@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import IO
 
 from rlcompare.harness.driver_watch import ATTEMPT_ENV, DRIVER_FD_ENV, RUN_ID_ENV
+from rlcompare.harness.run_directory import process_alive
 
 #: Set to 1 to start every local run warm (what ``--warm-start`` sets for the driver and its runs).
 WARM_START_ENV = "RLCOMPARE_WARM_START"
@@ -95,7 +96,7 @@ class WarmProcess:
             ended = json.loads(message)
             self.returncode = int(ended["exit"])
             self.cpu_seconds, self.peak_rss_bytes = ended.get("cpu_seconds"), ended.get("peak_rss_bytes")
-        elif not _alive(self.pid):
+        elif not process_alive(self.pid):
             self.returncode = -9  # the parent went before it could say (killed with the driver's group)
         else:
             time.sleep(0.05)  # the parent went, the process still ends on its own (its driver pipe)
@@ -103,14 +104,6 @@ class WarmProcess:
             self._connection.close()
             if self._parent is not None:
                 self._parent.running.discard(self.pid)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
-            return handle.read().rpartition(")")[2].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
 
 
 @dataclass
