@@ -6,10 +6,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import psutil
 import pytest
 
+from rlcompare.plan.matrix import Plan, build_plan
+from rlcompare.plugins.manager import build_plugin_manager
 from rlcompare.pyenvs.manager import BYTECODE_MODE_ENV
 from rlcompare.pyenvs.warm import WARM_START_ENV
+from rlcompare.spec.workload import load_workload_file
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOD_PLUGINS = ROOT / "tests" / "plugins" / "good"
@@ -40,6 +44,21 @@ def run_cli(args: Sequence[str], env: dict[str, str] | None = None, cwd: Path | 
         [sys.executable, "-m", "rlcompare", *args], capture_output=True, text=True,
         env={**os.environ, **(env or {})}, cwd=cwd, timeout=timeout,
     )
+
+
+def plan_of(workload_file: Path, adapters: list[str], seeds: int | None = None) -> Plan:
+    """The plan of ``workload_file`` for ``adapters`` (``seeds`` in place of the workload's), with the
+    plugins installed here (the test plugin too, where ``fake_plugin`` put it on the path)."""
+    return build_plan(build_plugin_manager().plan_catalogue(), [load_workload_file(workload_file)], adapters, seeds)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and has not ended (psutil's view: the tests' own, independent of
+    the harness's /proc reading)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 TINY_WORKLOAD = """

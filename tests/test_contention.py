@@ -13,11 +13,9 @@ import pytest
 from rlcompare.execution.driver import round_robin
 from rlcompare.execution.runner import LocalRunner
 from rlcompare.harness.machine_load import LoadSample
-from rlcompare.plan.matrix import build_plan
-from rlcompare.plugins.manager import build_plugin_manager
-from rlcompare.spec.workload import load_workload_file
 from rlcompare.store.contention import LOAD_TOLERANCE, contention_by_workload, contention_warnings
 from rlcompare.store.sqlite_store import Store
+from tests.conftest import plan_of
 from tests.reporting_support import synthetic_runs
 from tests.test_criteria_support import write_store
 from tests.test_reporting import REPS, run_command
@@ -25,13 +23,9 @@ from tests.test_reporting import REPS, run_command
 # -- the driver ------------------------------------------------------------------------------------------
 
 
-def _plan(workload_file: Path, adapters: list[str], seeds: int):
-    plugins = build_plugin_manager()
-    return build_plan(plugins.plan_catalogue(), [load_workload_file(workload_file)], adapters, seeds)
-
 
 def test_round_robin_takes_one_run_of_each_adapter_in_turn(fake_plugin: Path, tiny_workload: Path) -> None:
-    plan = _plan(tiny_workload, ["fake", "raising", "hungry"], seeds=3)
+    plan = plan_of(tiny_workload, ["fake", "raising", "hungry"], seeds=3)
     planned = [run.run_id for run in plan.runs]
     assert planned[:3] == ["tiny__fake__s0", "tiny__fake__s1", "tiny__fake__s2"]  # the plan: seeds back to back
     ordered = [run.run_id for run in round_robin(plan.runs)]
@@ -59,7 +53,7 @@ def driven(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], pd.Data
         started: list[str] = []
         with Store(root / "runs.db") as store:
             LocalRunner(store, jobs=2, timeout_seconds=120, on_start=lambda run: started.append(run.run_id)).run(
-                _plan(spec, ["fake", "raising"], seeds=2))
+                plan_of(spec, ["fake", "raising"], seeds=2))
             runs = store.runs_frame()
     return started, runs
 

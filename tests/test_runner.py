@@ -10,20 +10,12 @@ from pathlib import Path
 
 import gymnasium
 import numpy
-import psutil
 import pytest
 
 from rlcompare.cli.main import main
 from rlcompare.execution.runner import LocalRunner
-from rlcompare.plan.matrix import build_plan
-from rlcompare.plugins.manager import build_plugin_manager
-from rlcompare.spec.workload import load_workload_file
 from rlcompare.store.sqlite_store import SCHEMA_VERSION, Store
-
-
-def _plan(workload_file: Path, adapters: list[str], seeds: int | None = None):
-    plugins = build_plugin_manager()
-    return build_plan(plugins.plan_catalogue(), [load_workload_file(workload_file)], adapters, seeds)
+from tests.conftest import plan_of, process_alive
 
 
 def test_plan_prints_greppable_run_ids(fake_plugin: Path, tiny_workload: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -67,7 +59,7 @@ def test_failing_adapter_is_stored_as_failed_and_the_others_finish(
 def test_store_schema_is_versioned_and_frames_are_pandas(fake_plugin: Path, tiny_workload: Path, tmp_path: Path) -> None:
     store_path = tmp_path / "runs.db"
     with Store(store_path) as store:
-        LocalRunner(store).run(_plan(tiny_workload, ["fake"], seeds=1))
+        LocalRunner(store).run(plan_of(tiny_workload, ["fake"], seeds=1))
     connection = sqlite3.connect(store_path)
     assert connection.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (str(SCHEMA_VERSION),)
     assert connection.execute("SELECT status FROM runs").fetchall() == [("ok",)]
@@ -82,7 +74,7 @@ def test_store_schema_is_versioned_and_frames_are_pandas(fake_plugin: Path, tiny
 
 def test_resume_runs_only_what_is_missing(fake_plugin: Path, tiny_workload: Path, tmp_path: Path) -> None:
     store_path = tmp_path / "runs.db"
-    plan = _plan(tiny_workload, ["fake"], seeds=2)
+    plan = plan_of(tiny_workload, ["fake"], seeds=2)
     with Store(store_path) as store:
         first = LocalRunner(store).run(type(plan)(runs=plan.runs[:1]))
         assert [o.run_id for o in first.outcomes] == ["tiny__fake__s0"]
@@ -94,9 +86,9 @@ def test_resume_runs_only_what_is_missing(fake_plugin: Path, tiny_workload: Path
 def test_resume_reruns_a_run_whose_workload_changed(fake_plugin: Path, tiny_workload: Path, tmp_path: Path) -> None:
     store_path = tmp_path / "runs.db"
     with Store(store_path) as store:
-        LocalRunner(store).run(_plan(tiny_workload, ["fake"], seeds=1))
+        LocalRunner(store).run(plan_of(tiny_workload, ["fake"], seeds=1))
         tiny_workload.write_text(tiny_workload.read_text().replace("env_steps = 600", "env_steps = 800"))
-        again = LocalRunner(store).run(_plan(tiny_workload, ["fake"], seeds=1), resume=True)
+        again = LocalRunner(store).run(plan_of(tiny_workload, ["fake"], seeds=1), resume=True)
     assert again.skipped == [] and [o.status for o in again.outcomes] == ["ok"]
 
 
@@ -107,7 +99,7 @@ def test_timeout_kills_the_whole_tree_and_keeps_finished_points(
     monkeypatch.setenv("FAKEFW_PID_FILE", str(pid_file))
     store_path = tmp_path / "runs.db"
     with Store(store_path) as store:
-        summary = LocalRunner(store, timeout_seconds=6).run(_plan(tiny_workload, ["sleepy"], seeds=1))
+        summary = LocalRunner(store, timeout_seconds=6).run(plan_of(tiny_workload, ["sleepy"], seeds=1))
         runs = store.runs_frame()
         curves = store.curves_frame()
     assert [o.status for o in summary.outcomes] == ["timeout"]
@@ -116,16 +108,10 @@ def test_timeout_kills_the_whole_tree_and_keeps_finished_points(
     assert len(curves) >= 1, "evaluation points finished before the timeout are kept"
     worker_pid, child_pid = (int(p) for p in pid_file.read_text().split())
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(_alive(p) for p in (worker_pid, child_pid)):
+    while time.monotonic() < deadline and any(process_alive(p) for p in (worker_pid, child_pid)):
         time.sleep(0.1)
-    assert not _alive(worker_pid) and not _alive(child_pid), "no process of the run may survive it"
+    assert not process_alive(worker_pid) and not process_alive(child_pid), "no process of the run may survive it"
 
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def test_killed_worker_is_stored_as_failed_without_losing_others(
@@ -145,7 +131,7 @@ def test_killed_worker_is_stored_as_failed_without_losing_others(
 
     with Store(store_path) as store:
         runner = LocalRunner(store, jobs=1, timeout_seconds=60, on_start=kill_sleepy)
-        summary = runner.run(_plan(tiny_workload, ["sleepy", "fake"], seeds=1))
+        summary = runner.run(plan_of(tiny_workload, ["sleepy", "fake"], seeds=1))
     statuses = {o.run_id: o.status for o in summary.outcomes}
     assert statuses == {"tiny__sleepy__s0": "failed", "tiny__fake__s0": "ok"}
     assert "no result" in summary.outcomes[0].record.error

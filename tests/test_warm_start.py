@@ -25,20 +25,9 @@ from rlcompare.execution.runner import LocalRunner
 from rlcompare.plan.matrix import build_plan
 from rlcompare.plugins.manager import build_plugin_manager
 from rlcompare.pyenvs import warm
-from rlcompare.spec.workload import load_workload_file, workload_from_dict
+from rlcompare.spec.workload import workload_from_dict
 from rlcompare.store.sqlite_store import Store
-from tests.conftest import run_cli
-
-
-def _plan(workload_file: Path, adapters: list[str], seeds: int | None = None):
-    return build_plan(build_plugin_manager().plan_catalogue(), [load_workload_file(workload_file)], adapters, seeds)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
+from tests.conftest import plan_of, process_alive, run_cli
 
 
 @pytest.fixture
@@ -134,16 +123,16 @@ def test_a_timeout_kills_the_run_and_all_it_started_and_the_next_run_starts(
     pid_file = tmp_path / "pids"
     monkeypatch.setenv("FAKEFW_PID_FILE", str(pid_file))
     with Store(tmp_path / "runs.db") as store:
-        summary = LocalRunner(store, timeout_seconds=6).run(_plan(tiny_workload, ["sleepy", "fake"], seeds=1))
+        summary = LocalRunner(store, timeout_seconds=6).run(plan_of(tiny_workload, ["sleepy", "fake"], seeds=1))
         runs = store.runs_frame().set_index("run_id")
     assert {o.run_id: o.status for o in summary.outcomes} == {"tiny__sleepy__s0": "timeout", "tiny__fake__s0": "ok"}
     worker_pid, child_pid = (int(p) for p in pid_file.read_text().split())
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(_alive(p) for p in (worker_pid, child_pid)):
+    while time.monotonic() < deadline and any(process_alive(p) for p in (worker_pid, child_pid)):
         time.sleep(0.1)
-    assert not _alive(worker_pid) and not _alive(child_pid), "no process of the run may survive it"
+    assert not process_alive(worker_pid) and not process_alive(child_pid), "no process of the run may survive it"
     parents = [parent.process.pid for parent in warm.PARENTS.parents.values()]
-    assert len(parents) == (1 if warm_mode else 0) and all(_alive(pid) for pid in parents)  # kept for later runs
+    assert len(parents) == (1 if warm_mode else 0) and all(process_alive(pid) for pid in parents)  # kept for later runs
     assert runs.loc["tiny__fake__s0", "startup_seconds"] > 0
 
 
@@ -166,10 +155,10 @@ def test_a_killed_driver_takes_its_runs_and_their_parent_with_it(
     driver.send_signal(signal.SIGKILL)
     driver.wait()
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and (_alive(worker_pid) or (warm_mode and _alive(parent_pid))):
+    while time.monotonic() < deadline and (process_alive(worker_pid) or (warm_mode and process_alive(parent_pid))):
         time.sleep(0.1)
-    assert not _alive(worker_pid)
-    assert not warm_mode or not _alive(parent_pid)
+    assert not process_alive(worker_pid)
+    assert not warm_mode or not process_alive(parent_pid)
 
 
 def test_runs_of_one_environment_share_one_parent_and_a_changed_variable_gets_another(
@@ -182,14 +171,14 @@ def test_runs_of_one_environment_share_one_parent_and_a_changed_variable_gets_an
         # pytest's own variable, another value in each test's each phase, is read by no framework's import
         monkeypatch.setenv("PYTEST_CURRENT_TEST", f"tests/test_x.py::test_{number} (call)")
         with Store(tmp_path / f"runs{number}.db") as store:
-            summary = LocalRunner(store, jobs=2).run(_plan(tiny_workload, ["fake"], seeds=2))
+            summary = LocalRunner(store, jobs=2).run(plan_of(tiny_workload, ["fake"], seeds=2))
         assert [o.status for o in summary.outcomes] == ["ok", "ok"]
         held.append([parent.process.pid for parent in warm.PARENTS.parents.values()])
     first, second, third = held
     assert len(first) == 1 and first == second  # four runs in two tests, one parent
     assert len(third) == 2 and third[0] == first[0]  # a variable a framework may read at import: another
     warm.PARENTS.stop_all()
-    assert not any(_alive(pid) for pid in third)
+    assert not any(process_alive(pid) for pid in third)
 
 
 def test_a_parent_that_cannot_start_leaves_its_runs_to_start_cold(
@@ -198,7 +187,7 @@ def test_a_parent_that_cannot_start_leaves_its_runs_to_start_cold(
     monkeypatch.setattr(warm, "PARENTS", warm.Parents())
     monkeypatch.setattr(warm, "ZYGOTE_MODULE", "rlcompare.harness.no_such_parent")
     with Store(tmp_path / "runs.db") as store:
-        summary = LocalRunner(store).run(_plan(tiny_workload, ["fake"], seeds=1))
+        summary = LocalRunner(store).run(plan_of(tiny_workload, ["fake"], seeds=1))
     assert [o.status for o in summary.outcomes] == ["ok"]
     assert warm.PARENTS.parents == {}
 
@@ -313,9 +302,9 @@ def test_a_forked_process_past_its_timeout_is_killed_with_its_session(tmp_path: 
                         env={**os.environ, "PYTHONPATH": str(tmp_path)})
     deadline = time.monotonic() + 5
     process_pids = [int(p) for p in pids.read_text().split()]
-    while time.monotonic() < deadline and any(_alive(p) for p in process_pids):
+    while time.monotonic() < deadline and any(process_alive(p) for p in process_pids):
         time.sleep(0.1)
-    assert not any(_alive(p) for p in process_pids)
+    assert not any(process_alive(p) for p in process_pids)
     warm.PARENTS.stop_all()
 
 
