@@ -338,3 +338,29 @@ def test_an_answer_is_kept_judged_again_without_asking_and_two_askers_take_turns
         answer_many(asked, Interpreter(sys.executable, "another framework", {}), answers=tmp_path)
     with pytest.raises(pytest.fail.Exception, match="asked again"):
         answer_many(asked, interpreter, answers=tmp_path, keep=False)
+
+
+def test_a_probe_in_an_adapter_environment_gets_a_runs_environment_there_and_keeps_the_import_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asked warm, a probe in an adapter's own environment is forked from the parent that environment's
+    one-thread runs are forked from (a run's variables: rlcompare.execution.backend.worker_environment),
+    with the driver's import path kept (an outside adapter's package may be on it only)."""
+    from rlcompare_sb3 import StableBaselines3Adapter
+
+    from rlcompare.pyenvs.processes import process_environment
+    from rlcompare.pyenvs.warm import WARM_START_ENV
+
+    python = str(tmp_path / "environment" / "bin" / "python")
+    monkeypatch.setenv(WARM_START_ENV, "1")
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    asked: dict[str, str] = {}
+    monkeypatch.setattr(parity_runner, "run_module",
+                        lambda python, module, argv, modules, timeout, env: asked.update(env) or (0, ""))
+    parity_runner._ask_process(python, StableBaselines3Adapter, ["PPO"], 10)
+    assert asked == process_environment(os.environ, 1, python)  # a one-thread run's, in that environment
+    assert asked["VIRTUAL_ENV"] == str(tmp_path / "environment")
+    assert asked["PATH"].split(os.pathsep)[0] == str(tmp_path / "environment" / "bin")
+    monkeypatch.setenv("PYTHONPATH", "/an/outside/package")
+    asked.clear()
+    parity_runner._ask_process(python, StableBaselines3Adapter, ["PPO"], 10)
+    assert asked["PYTHONPATH"] == "/an/outside/package" and asked["VIRTUAL_ENV"] == str(tmp_path / "environment")

@@ -279,10 +279,10 @@ def _ask_process(python: str, adapter_class: type, argv: list[str], timeout: flo
     """The parity worker's exit status and its error output: forked from a parent that imported the
     framework when warm starts are on (:mod:`rlcompare.pyenvs.warm`), else a fresh interpreter. Its
     environment is a one-thread run's (:func:`rlcompare.pyenvs.processes.process_environment`): the same
-    pins for every framework, and in the main environment the parent a driver's one-thread runs are
-    forked from serves it too. The driver's import path stays (an outside adapter's package may be on it
-    only), also in an adapter's own environment."""
-    env = process_environment(os.environ, 1)
+    pins for every framework, in an adapter's own environment that environment's interpreter first on the
+    path, so the parent a driver's one-thread runs are forked from serves it too. The driver's import path
+    stays (an outside adapter's package may be on it only), also in an adapter's own environment."""
+    env = process_environment(os.environ, 1, None if python == sys.executable else python, keep_import_path=True)
     if warm_start_requested():
         try:
             modules = framework_modules(adapter_class)

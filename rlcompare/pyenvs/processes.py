@@ -2,8 +2,9 @@
 
 Both get the same thread pins, unbuffered output, no inherited Ray address, JAX's persistent compilation
 cache off (:data:`JAX_CACHE_OFF`) and, in an adapter's own environment, that environment's interpreter
-first on the path and nothing of the driver's import path, so that a warm start's parent
-(:mod:`rlcompare.pyenvs.warm`) serves a driver's parity probe and its runs alike.
+first on the path and nothing of the driver's import path (a parity probe keeps it: an outside adapter's
+package may be on it only), so that a warm start's parent (:mod:`rlcompare.pyenvs.warm`) serves a driver's
+parity probes and its runs alike.
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
 JAX_CACHE_OFF = {"JAX_ENABLE_COMPILATION_CACHE": "false"}
 
 
-def process_environment(base: Mapping[str, str], threads: int, python: str | None = None) -> dict[str, str]:
+def process_environment(base: Mapping[str, str], threads: int, python: str | None = None,
+                        keep_import_path: bool = False) -> dict[str, str]:
     """``base`` made the environment of a process for an adapter: ``threads`` threads for torch, BLAS and
     OpenMP, unbuffered output, no Ray address (a framework using Ray starts its own) and no attempt of
     the driver's own (a driver started inside a run), JAX's compilation cache off; with ``python``, inside
-    that adapter environment."""
+    that adapter environment (with ``keep_import_path``, the driver's import path kept there)."""
     env = dict(base)
     env.update(JAX_CACHE_OFF)
     for name in THREAD_ENV_VARS:
@@ -38,15 +40,17 @@ def process_environment(base: Mapping[str, str], threads: int, python: str | Non
     env.pop(ATTEMPT_ENV, None)
     env.pop("RAY_ADDRESS", None)
     if python is not None:
-        enter_environment(env, python)
+        enter_environment(env, python, keep_import_path)
     return env
 
 
-def enter_environment(env: dict[str, str], python: str) -> None:
+def enter_environment(env: dict[str, str], python: str, keep_import_path: bool = False) -> None:
     """Make ``env`` that of a process in the adapter environment of ``python``: nothing of the
-    driver's import path leaks in, and a framework that starts ``python`` gets the environment's."""
+    driver's import path leaks in (unless ``keep_import_path``), and a framework that starts ``python``
+    gets the environment's."""
     for name in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP"):
-        env.pop(name, None)
+        if not keep_import_path or name != "PYTHONPATH":
+            env.pop(name, None)
     bin_dir = Path(python).parent
     env["VIRTUAL_ENV"] = str(bin_dir.parent)
     env["PATH"] = os.pathsep.join([str(bin_dir), *[part for part in env.get("PATH", "").split(os.pathsep) if part]])
