@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,6 +29,14 @@ from rlcompare.pyenvs import warm
 from rlcompare.spec.workload import workload_from_dict
 from rlcompare.store.sqlite_store import Store
 from tests.conftest import plan_of, process_alive, run_cli
+
+
+@pytest.fixture(autouse=True, scope="module")
+def parents_of_each_driver() -> Iterator[None]:
+    """Each driver's own parents here (the test run's shared pool is off; the pool's tests open their own)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv(warm.WARM_POOL_ENV, raising=False)
+        yield
 
 
 @pytest.fixture
@@ -152,6 +161,7 @@ def test_a_killed_driver_takes_its_runs_and_their_parent_with_it(
     worker_pid = int(pid_file.read_text().split()[0])
     parent_pid = psutil.Process(worker_pid).ppid()
     assert (parent_pid != driver.pid) == warm_mode
+    parent_folder = Path(psutil.Process(parent_pid).cmdline()[3]).parent if warm_mode else None
     driver.send_signal(signal.SIGKILL)
     driver.wait()
     deadline = time.monotonic() + 10
@@ -159,6 +169,7 @@ def test_a_killed_driver_takes_its_runs_and_their_parent_with_it(
         time.sleep(0.1)
     assert not process_alive(worker_pid)
     assert not warm_mode or not process_alive(parent_pid)
+    assert parent_folder is None or not parent_folder.exists()  # the parent leaves nothing in the temporary folder
 
 
 def test_runs_of_one_environment_share_one_parent_and_a_changed_variable_gets_another(
@@ -315,3 +326,97 @@ def test_warm_start_is_refused_on_a_backend_that_does_not_fork_its_runs(tiny_wor
     assert done.stderr.strip().splitlines() == [
         "rlcompare: error: --warm-start: only the local backend forks its runs, not 'ray'"]
     assert not (tmp_path / "runs.db").exists()
+
+
+# -- a shared pool (RLCOMPARE_WARM_POOL): drivers share parents, runs still die with their driver ------------
+
+POOL_PROBE = textwrap.dedent("""
+    import json, os, sys, time
+    from rlcompare.harness.driver_watch import watch_driver
+    watch_driver()  # as the harness's workers do: the run ends with its driver
+    open(sys.argv[1], "w").write(json.dumps({"pid": os.getpid(), "parent": os.getppid()}))
+    time.sleep(float(sys.argv[2]))
+""")
+
+
+def _pool_driver(tmp_path: Path, pool: Path, name: str, seconds: float) -> subprocess.Popen[str]:
+    """A driver process that forks ``warm_pool_probe`` from the pool, writing its pid and its parent's."""
+    script = (f"import sys\nfrom rlcompare.pyenvs import warm\n"
+              f"print(warm.run_module(sys.executable, 'warm_pool_probe', [{str(tmp_path / name)!r}, '{seconds}'], "
+              f"['numpy'], timeout=120))")
+    return subprocess.Popen([sys.executable, "-c", script], text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": str(tmp_path), warm.WARM_POOL_ENV: str(pool)})
+
+
+def _written(path: Path, timeout: float = 60) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            time.sleep(0.05)
+    raise AssertionError(f"{path.name} was never written")
+
+
+def _gone(pid: int, timeout: float = 10) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process_alive(pid):
+        time.sleep(0.1)
+    return not process_alive(pid)
+
+
+def test_drivers_naming_one_pool_share_its_parent_and_a_killed_driver_takes_only_its_own_run(tmp_path: Path) -> None:
+    (tmp_path / "warm_pool_probe.py").write_text(POOL_PROBE, encoding="utf-8")
+    pool = tmp_path / ("deeper-than-a-socket-path-may-be-long-" * 3) / "pool"
+    warm.open_pool(pool, owner=os.getpid())
+    first = _pool_driver(tmp_path, pool, "first", 30)
+    one = _written(tmp_path / "first")
+    second = _pool_driver(tmp_path, pool, "second", 0)
+    assert second.wait(60) == 0, second.stderr.read()
+    two = json.loads((tmp_path / "second").read_text(encoding="utf-8"))
+    assert one["parent"] == two["parent"] and one["parent"] not in (first.pid, second.pid)  # one parent, the pool's
+    assert "(0, '')" in second.stdout.read()
+    first.kill()  # the driver dies: its run follows (its own driver pipe), the shared parent stays
+    first.wait()
+    assert _gone(one["pid"]), "a pooled run outlived its driver"
+    assert process_alive(one["parent"])
+    third = _pool_driver(tmp_path, pool, "third", 0)
+    assert third.wait(60) == 0 and json.loads((tmp_path / "third").read_text(encoding="utf-8"))["parent"] == one["parent"]
+    shutil.rmtree(pool)  # the pool removed: its parent stops
+    assert _gone(one["parent"])
+
+
+def test_a_pooled_parent_stops_when_unused_for_the_pools_idle_time_and_when_the_pools_owner_ends(tmp_path: Path) -> None:
+    (tmp_path / "warm_pool_probe.py").write_text(POOL_PROBE, encoding="utf-8")
+    idle = tmp_path / "idle"
+    warm.open_pool(idle, idle_seconds=1.0)
+    assert _pool_driver(tmp_path, idle, "a", 0).wait(60) == 0
+    parent = _written(tmp_path / "a")["parent"]
+    assert _gone(parent, timeout=15), "an idle pooled parent did not stop"
+    assert _pool_driver(tmp_path, idle, "b", 0).wait(60) == 0  # the next driver starts another
+    assert _written(tmp_path / "b")["parent"] != parent
+    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    owned = tmp_path / "owned"
+    warm.open_pool(owned, owner=owner.pid)
+    assert _pool_driver(tmp_path, owned, "c", 0).wait(60) == 0
+    parent = _written(tmp_path / "c")["parent"]
+    assert process_alive(parent)
+    owner.kill()
+    owner.wait()
+    assert _gone(parent), "a pooled parent outlived its pool's owner"
+
+
+def test_the_pool_keys_parents_by_environment_but_not_by_pytests_per_process_variables(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "warm_pool_probe.py").write_text(POOL_PROBE, encoding="utf-8")
+    pool = tmp_path / "pool"
+    warm.open_pool(pool, owner=os.getpid())
+    parents = []
+    for name, worker, variable in (("a", "gw0", "x"), ("b", "gw1", "x"), ("c", "gw0", "y")):
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
+        monkeypatch.setenv("RLCOMPARE_TEST_VARIABLE", variable)
+        assert _pool_driver(tmp_path, pool, name, 0).wait(60) == 0
+        parents.append(_written(tmp_path / name)["parent"])
+    assert parents[0] == parents[1] != parents[2]
+    shutil.rmtree(pool)
+    assert all(_gone(pid) for pid in set(parents))

@@ -15,7 +15,9 @@ Requests arrive on a Unix ``SOCK_SEQPACKET`` socket, one connection per run: a J
 the reply is ``{"pid": N}`` (or ``{"error": ...}``), then ``{"exit": STATUS, "cpu_seconds", "peak_rss_bytes"}``
 once the child ended (negative status: killed by that signal; its own CPU time, with its waited-for
 children's, and its peak resident set, from ``wait4``). The parent stops when its own driver pipe closes (the driver
-ended), its children each watch their own. Standard library and the harness's light modules only: it
+ended), its children each watch their own. A pool's parent (``... OWNER IDLE_SECONDS ENTRY``) has no driver pipe: it
+stops once unused for IDLE_SECONDS, once its pool's owner (``PID:START``, or ``-``) has ended, or once its entry
+in the pool (the folder ENTRY) is removed. Standard library and the harness's light modules only: it
 runs in the adapter's environment.
 """
 
@@ -33,6 +35,7 @@ import os
 import random
 import runpy
 import select
+import shutil
 import signal
 import socket
 import sys
@@ -42,6 +45,7 @@ from dataclasses import dataclass
 
 from rlcompare.harness.driver_watch import DRIVER_FD_ENV, take_driver_fd
 from rlcompare.harness.preloaded import Preloaded, add_preload_seconds, mark_forked, set_preloaded
+from rlcompare.harness.run_directory import process_alive, process_start
 
 #: Largest request accepted (the run's environment dominates it).
 MAX_REQUEST_BYTES = 1 << 20
@@ -57,14 +61,45 @@ def preload(modules: list[str], launched_at: float) -> Preloaded:
     return Preloaded(tuple(modules), measurement, max(0.0, time.time() - launched_at), parent=os.urandom(8).hex())
 
 
-def serve(path: str, preloaded: Preloaded) -> None:
-    """Accept requests on ``path`` until the driver's pipe closes."""
+@dataclass
+class Pooled:
+    """A parent shared by the drivers of a pool (:mod:`rlcompare.pyenvs.warm`): it stops once unused for
+    ``idle_seconds``, once process ``owner`` (pid, start) has ended, or once its ``entry`` in the pool
+    (the folder that names it to the drivers) is removed."""
+
+    idle_seconds: float
+    entry: str
+    owner: tuple[int, float] | None = None
+    last_used: float = 0.0
+    checked: float = 0.0
+
+    def done(self, busy: bool) -> bool:
+        now = time.monotonic()
+        if busy or not self.last_used:
+            self.last_used = now
+        if now - self.last_used > self.idle_seconds:
+            return True
+        if now - self.checked < 0.5:
+            return False
+        self.checked = now
+        if self.owner is not None and (not process_alive(self.owner[0]) or process_start(self.owner[0]) != self.owner[1]):
+            return True
+        return not os.path.exists(self.entry)
+
+
+def serve(path: str, preloaded: Preloaded, pooled: Pooled | None = None) -> None:
+    """Accept requests on ``path`` until the driver's pipe closes (a pool's parent: until ``pooled``
+    says it is done)."""
     set_preloaded(preloaded)
     watch = take_driver_fd()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(path)
     listener.listen(16)
     print(json.dumps({"ready": True}), flush=True)
+    if pooled is not None:  # the driver that started it reads no more than that line, and may end
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
     children: dict[int, socket.socket] = {}
     learning = Learning(os.path.dirname(path))
     while True:
@@ -77,6 +112,18 @@ def serve(path: str, preloaded: Preloaded) -> None:
             if pid is not None:
                 children[pid] = connection
         _reap(children, learning)
+        if pooled is not None and pooled.done(busy=bool(children) or listener in readable):
+            break
+    if pooled is not None:  # no driver connects to a parent that stopped
+        if os.path.dirname(path) == pooled.entry.rstrip("/"):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass  # the pool was removed
+        else:  # a folder of its own (a deep pool)
+            shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+    else:  # a driver's own parent's folder: nothing in it is read once the driver has gone (it may have been killed)
+        shutil.rmtree(os.path.dirname(path), ignore_errors=True)
     listener.close()
     os._exit(0)
 
@@ -256,7 +303,11 @@ def _reap(children: dict[int, socket.socket], learning: Learning) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     path, launched_at, modules = argv[0], float(argv[1]), json.loads(argv[2])
-    serve(path, preload([str(name) for name in modules], launched_at))
+    pooled = None
+    if len(argv) >= 6:  # a pool's: OWNER_PID:OWNER_START (or -) IDLE_SECONDS ENTRY_FOLDER
+        pid, _, start = argv[3].partition(":")
+        pooled = Pooled(float(argv[4]), argv[5], (int(pid), float(start)) if start else None)
+    serve(path, preload([str(name) for name in modules], launched_at), pooled)
     return 0
 
 

@@ -11,6 +11,12 @@ cold import is what each run records, and its preload is added to each run's sta
 figures stay those of a cold start (docs/criteria.md). Where the parent cannot start or answer, the
 run starts cold, as without the option.
 
+A driver's parents are its own, and they stop when it ends. Drivers that name one folder in
+``RLCOMPARE_WARM_POOL`` share their parents instead (:func:`open_pool`): a script or a test session
+that starts many drivers pays each framework's import once. A pooled parent stops once it has been
+unused for the pool's idle time, when the pool's owner ends, or when its folder is removed; each run it
+forks still watches its own driver, so runs die with their driver either way.
+
 :func:`start` returns a :class:`WarmProcess`, which the local backend uses as it uses a
 :class:`subprocess.Popen` (``pid``, ``poll``, ``wait``, ``returncode``).
 """
@@ -18,6 +24,8 @@ run starts cold, as without the option.
 from __future__ import annotations
 
 import atexit
+import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -30,18 +38,19 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from rlcompare.harness.driver_watch import ATTEMPT_ENV, DRIVER_FD_ENV, RUN_ID_ENV
-from rlcompare.harness.run_directory import process_alive
+from rlcompare.harness.run_directory import process_alive, process_start
 
 #: Set to 1 to start every local run warm (what ``--warm-start`` sets for the driver and its runs).
 WARM_START_ENV = "RLCOMPARE_WARM_START"
 ZYGOTE_MODULE = "rlcompare.harness.zygote"
 #: Variables that differ from run to run and that nothing reads at import: they do not split parents
 #: (each forked process still gets its request's value). pytest sets PYTEST_CURRENT_TEST for each
-#: phase of each test: a test process that drives runs would otherwise start a parent per test.
-PER_RUN_VARIABLES = frozenset({RUN_ID_ENV, ATTEMPT_ENV, DRIVER_FD_ENV, "PYTEST_CURRENT_TEST"})
+#: phase of each test: a test process that drives runs would otherwise start a parent per test; and
+#: pytest-xdist names each of its processes in PYTEST_XDIST_WORKER, which would split a shared pool.
+PER_RUN_VARIABLES = frozenset({RUN_ID_ENV, ATTEMPT_ENV, DRIVER_FD_ENV, "PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER"})
 #: Parents kept at once per driver (each holds its framework imported: a few hundred MiB); the one
 #: used longest ago stops first.
 MAX_PARENTS = 4
@@ -49,6 +58,13 @@ MAX_PARENTS = 4
 IDLE_SECONDS = 300.0
 #: Seconds a parent may take to import its framework before its runs start cold instead.
 READY_TIMEOUT_SECONDS = 300.0
+#: A folder where the parents of every driver that names it are shared (:func:`open_pool`).
+WARM_POOL_ENV = "RLCOMPARE_WARM_POOL"
+#: Seconds a pooled parent waits unused before it stops, unless its pool says otherwise.
+POOL_IDLE_SECONDS = 120.0
+POOL_SETTINGS = "pool.json"
+#: Longest path a Unix socket may be bound to here (108 bytes on Linux, with its terminating zero).
+MAX_SOCKET_PATH = 100
 
 
 def warm_start_requested(environ: Mapping[str, str] | None = None) -> bool:
@@ -60,7 +76,7 @@ class WarmProcess:
     """A run's process forked by a parent: ``pid`` and the parts of :class:`subprocess.Popen`'s
     interface the backends use. Its exit status comes over its own connection to the parent."""
 
-    def __init__(self, pid: int, connection: socket.socket, parent: Parent | None = None) -> None:
+    def __init__(self, pid: int, connection: socket.socket, parent: Parent | PooledParent | None = None) -> None:
         self.pid = pid
         self.returncode: int | None = None
         self._parent = parent
@@ -150,10 +166,14 @@ class Parents:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def get(self, python: str, modules: Iterable[str], env: Mapping[str, str],
-            varying: frozenset[str] = PER_RUN_VARIABLES) -> Parent | None:
+            varying: frozenset[str] = PER_RUN_VARIABLES) -> Parent | PooledParent | None:
         """The parent for runs of ``python`` importing ``modules`` with ``env`` (except the ``varying``
-        variables, which each run sets for itself), started and ready; None when it cannot be."""
+        variables, which each run sets for itself), started and ready; None when it cannot be. With
+        ``RLCOMPARE_WARM_POOL`` set, the pool's (:func:`pooled_parent`)."""
         base = {name: value for name, value in env.items() if name not in varying}
+        pool = pool_folder()
+        if pool is not None:
+            return pooled_parent(pool, python, tuple(modules), base)
         key = (python, tuple(modules), tuple(sorted(base.items())))
         with self.lock:
             now = time.monotonic()
@@ -194,33 +214,152 @@ PARENTS = Parents()
 atexit.register(PARENTS.stop_all)
 
 
+@dataclass
+class PooledParent:
+    """A parent of a shared pool, as one driver sees it: where it listens, and which of the processes
+    it forked for this driver still run."""
+
+    socket_path: str
+    running: set[int] = field(default_factory=set)
+
+
+def pool_folder(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The shared pool ``RLCOMPARE_WARM_POOL`` names, if any."""
+    value = (environ if environ is not None else os.environ).get(WARM_POOL_ENV, "").strip()
+    return Path(value) if value else None
+
+
+def open_pool(folder: Path, owner: int | None = None, idle_seconds: float = POOL_IDLE_SECONDS) -> None:
+    """Make ``folder`` a pool of parents (drivers started with ``RLCOMPARE_WARM_POOL=folder`` share it)
+    whose parents stop after ``idle_seconds`` unused, and once process ``owner`` has ended."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # whoever can reach a parent's socket can run code
+    settings: dict[str, object] = {"idle_seconds": idle_seconds}
+    if owner is not None:
+        settings["owner"] = [owner, process_start(owner)]
+    (folder / POOL_SETTINGS).write_text(json.dumps(settings), encoding="utf-8")
+
+
+#: Pooled parents this driver started (reaped as they end; they outlive it otherwise).
+_LAUNCHED: list[subprocess.Popen[bytes]] = []
+
+
+def pooled_parent(pool: Path, python: str, modules: tuple[str, ...], env: Mapping[str, str]) -> PooledParent | None:
+    """The pool's parent for runs of ``python`` importing ``modules`` with ``env``: the one a driver
+    started, or one started now (other drivers wait for it, then share it); None when it cannot be."""
+    for launched in list(_LAUNCHED):
+        if launched.poll() is not None:
+            _LAUNCHED.remove(launched)
+    key = json.dumps([python, list(modules), sorted(env.items())])
+    folder = pool / hashlib.sha256(key.encode()).hexdigest()[:24]
+    try:
+        pool.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with open(f"{folder}.lock", "a", encoding="utf-8") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one driver starts it; the others wait, then share it
+            found = _pooled_socket(folder)
+            if found is not None:
+                return PooledParent(found)
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(mode=0o700)
+            settings = _pool_settings(pool)
+            owner = settings.get("owner")
+            socket_path = str(folder / "socket")
+            if len(socket_path.encode()) > MAX_SOCKET_PATH:  # a deep pool: the socket in a short folder of its own
+                socket_path = str(Path(tempfile.mkdtemp(prefix="rlcz-")) / "socket")
+            process = _start_parent(python, modules, env, folder, socket_path, pool=[
+                f"{owner[0]}:{owner[1]}" if isinstance(owner, list) and len(owner) == 2 and owner[1] is not None else "-",
+                str(float(settings.get("idle_seconds", POOL_IDLE_SECONDS))), str(folder)])
+            if process is None:
+                _remove_socket(socket_path, folder)
+                return None
+            _LAUNCHED.append(process)
+            ready = _read_ready(process)
+            assert process.stdout is not None
+            process.stdout.close()
+            if not ready:
+                process.kill()
+                _remove_socket(socket_path, folder)
+                return None
+            (folder / "parent.json").write_text(json.dumps(
+                {"pid": process.pid, "start": process_start(process.pid), "socket": socket_path}), encoding="utf-8")
+            return PooledParent(socket_path)
+    except (OSError, ValueError):
+        return None
+
+
+def _remove_socket(socket_path: str, folder: Path) -> None:
+    if Path(socket_path).parent == folder:
+        Path(socket_path).unlink(missing_ok=True)
+    else:
+        shutil.rmtree(Path(socket_path).parent, ignore_errors=True)
+
+
+def _pool_settings(pool: Path) -> dict[str, Any]:
+    try:
+        settings = json.loads((pool / POOL_SETTINGS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return settings if isinstance(settings, dict) else {}
+
+
+def _pooled_socket(folder: Path) -> str | None:
+    """Where the parent a driver started for ``folder`` listens, if it still runs."""
+    try:
+        parent = json.loads((folder / "parent.json").read_text(encoding="utf-8"))
+        pid, started, socket_path = int(parent["pid"]), parent["start"], str(parent["socket"])
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    alive = os.path.exists(socket_path) and process_alive(pid) and process_start(pid) == started
+    return socket_path if alive else None
+
+
 def _launch(python: str, modules: tuple[str, ...], env: Mapping[str, str]) -> Parent | None:
     folder = Path(tempfile.mkdtemp(prefix="rlcz-"))
     watched, held = os.pipe()
-    base = {**env, DRIVER_FD_ENV: str(watched)}
     log = (folder / "parent.log").open("wb")
     try:
-        process = subprocess.Popen(
-            [python, "-m", ZYGOTE_MODULE, str(folder / "socket"), repr(time.time()), json.dumps(list(modules))],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, env=base, pass_fds=(watched,),
-            start_new_session=True)
-    except OSError:
+        process = _start_parent(python, modules, {**env, DRIVER_FD_ENV: str(watched)}, folder, str(folder / "socket"),
+                                log=log, watched=watched)
+    finally:
+        os.close(watched)
+    if process is None:
         os.close(held)
         log.close()
         shutil.rmtree(folder, ignore_errors=True)
         return None
-    finally:
-        os.close(watched)
     return Parent(process, folder, held, log=log)
 
 
-def _wait_ready(parent: Parent) -> bool:
+def _start_parent(python: str, modules: tuple[str, ...], env: Mapping[str, str], folder: Path, socket_path: str,
+                  log: IO[bytes] | None = None, watched: int | None = None,
+                  pool: list[str] | None = None) -> subprocess.Popen[bytes] | None:
+    """``python -m rlcompare.harness.zygote`` listening on ``socket_path``, its log in ``folder``: a driver's
+    own (watching its pipe ``watched``) or, with ``pool`` (its owner, idle seconds and entry folder), a pool's."""
+    own_log = log is None
+    stderr = (folder / "parent.log").open("wb") if log is None else log
+    try:
+        return subprocess.Popen(
+            [python, "-m", ZYGOTE_MODULE, socket_path, repr(time.time()), json.dumps(list(modules)),
+             *(pool or [])],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, env=dict(env),
+            pass_fds=() if watched is None else (watched,), start_new_session=True)
+    except OSError:
+        return None
+    finally:
+        if own_log:
+            stderr.close()
+
+
+def _read_ready(process: subprocess.Popen[bytes]) -> bool:
     import select
 
-    assert parent.process.stdout is not None
-    readable, _, _ = select.select([parent.process.stdout], [], [], READY_TIMEOUT_SECONDS)
-    line = parent.process.stdout.readline() if readable else b""
-    parent.ready = line.strip() == b'{"ready": true}'
+    assert process.stdout is not None
+    readable, _, _ = select.select([process.stdout], [], [], READY_TIMEOUT_SECONDS)
+    line = process.stdout.readline() if readable else b""
+    return line.strip() == b'{"ready": true}'
+
+
+def _wait_ready(parent: Parent) -> bool:
+    parent.ready = _read_ready(parent.process)
     return parent.ready
 
 
