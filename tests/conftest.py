@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import psutil
@@ -12,7 +14,7 @@ import pytest
 from rlcompare.plan.matrix import Plan, build_plan
 from rlcompare.plugins.manager import build_plugin_manager
 from rlcompare.pyenvs.manager import BYTECODE_MODE_ENV
-from rlcompare.pyenvs.warm import WARM_START_ENV
+from rlcompare.pyenvs.warm import WARM_POOL_ENV, WARM_START_ENV, open_pool
 from rlcompare.spec.workload import load_workload_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,6 +136,56 @@ def measurement_cache_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
     # once per run. Cold starts stay the default for users; tests/test_warm_start.py runs both ways and
     # tests that measure a cold start's own figures set RLCOMPARE_WARM_START=0.
     os.environ.setdefault(WARM_START_ENV, "1")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One pool of warm starts' parents for the whole test run (rlcompare.pyenvs.warm.open_pool): the
+    test processes and every driver they start share each framework's parent, instead of each
+    importing the framework for itself. This process owns it (pytest-xdist's workers inherit the
+    variable); its parents stop when it ends or after five minutes unused (the modules that use a
+    framework, its kit run and its own tests, may be minutes apart). tests/test_warm_start.py checks a
+    driver's own parents and the pool's."""
+    if hasattr(config, "workerinput") or os.environ.get(WARM_POOL_ENV):
+        return
+    folder = Path(tempfile.mkdtemp(prefix="rlcompare-warm-pool-"))
+    open_pool(folder, owner=os.getpid(), idle_seconds=300)
+    os.environ[WARM_POOL_ENV] = str(folder)
+    config.stash[_POOL] = folder
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(_POOL, None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)  # its parents stop (their sockets are gone)
+        os.environ.pop(WARM_POOL_ENV, None)
+
+
+_POOL = pytest.StashKey[Path]()
+
+
+def _restoring_environment() -> Iterator[None]:
+    before = dict(os.environ)
+    yield
+    if dict(os.environ) != before:
+        os.environ.clear()
+        os.environ.update(before)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def environment_kept_per_module() -> Iterator[None]:
+    """What a module's fixtures and tests leave in ``os.environ`` goes with the module. Frameworks
+    imported in a test process set variables as they load (Ray RAY_CLIENT_MODE, tensordict
+    TORCHINDUCTOR_CACHE_DIR, TorchRL LAZY_LEGACY_OP, OpenCV LD_LIBRARY_PATH and Qt's, Tianshou
+    SDL_AUDIODRIVER, a seeding helper PYTHONHASHSEED); runs inherit the driver's environment, so without
+    this a run's environment would depend on the modules that ran before it in the same process (and
+    warm starts' parents, keyed by it, would split)."""
+    yield from _restoring_environment()
+
+
+@pytest.fixture(autouse=True)
+def environment_kept_per_test() -> Iterator[None]:
+    """As :func:`environment_kept_per_module`, for each test (after its module's fixtures)."""
+    yield from _restoring_environment()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
