@@ -83,6 +83,16 @@ def process_alive(pid: int) -> bool:
     return bool(fields) and fields[0] not in ("Z", "X")
 
 
+def process_is(pid: int, start: float | None) -> bool:
+    """Whether process ``pid`` runs and is the one that started at ``start`` (:func:`process_start`), not a
+    later process given the same pid."""
+    fields = _stat_fields(pid)
+    try:
+        return bool(fields) and fields[0] not in ("Z", "X") and float(fields[19]) == start
+    except (IndexError, ValueError):
+        return False
+
+
 @dataclass(frozen=True)
 class RunDirectory:
     path: Path

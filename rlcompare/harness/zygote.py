@@ -15,9 +15,9 @@ Requests arrive on a Unix ``SOCK_SEQPACKET`` socket, one connection per run: a J
 the reply is ``{"pid": N}`` (or ``{"error": ...}``), then ``{"exit": STATUS, "cpu_seconds", "peak_rss_bytes"}``
 once the child ended (negative status: killed by that signal; its own CPU time, with its waited-for
 children's, and its peak resident set, from ``wait4``). The parent stops when its own driver pipe closes (the driver
-ended), its children each watch their own. A pool's parent (``... OWNER IDLE_SECONDS ENTRY``) has no driver pipe: it
-stops once unused for IDLE_SECONDS, once its pool's owner (``PID:START``, or ``-``) has ended, or once its entry
-in the pool (the folder ENTRY) is removed. Standard library and the harness's light modules only: it
+ended), its children each watch their own. A pool's parent (``... ENTRY``, its folder in the pool) has no driver
+pipe: it stops once unused for the pool's idle time, once the pool's owner has ended (both in the pool's
+``pool.json``), or once ENTRY is removed. Standard library and the harness's light modules only: it
 runs in the adapter's environment.
 """
 
@@ -41,11 +41,11 @@ import socket
 import sys
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rlcompare.harness.driver_watch import DRIVER_FD_ENV, take_driver_fd
 from rlcompare.harness.preloaded import Preloaded, add_preload_seconds, mark_forked, set_preloaded
-from rlcompare.harness.run_directory import process_alive, process_start
+from rlcompare.harness.run_directory import process_is
 
 #: Largest request accepted (the run's environment dominates it).
 MAX_REQUEST_BYTES = 1 << 20
@@ -61,30 +61,60 @@ def preload(modules: list[str], launched_at: float) -> Preloaded:
     return Preloaded(tuple(modules), measurement, max(0.0, time.time() - launched_at), parent=os.urandom(8).hex())
 
 
+#: A pool's settings file (:func:`rlcompare.pyenvs.warm.open_pool`): ``{"idle_seconds": S, "owner": [PID, START]}``.
+POOL_SETTINGS = "pool.json"
+#: Seconds a pooled parent waits unused before it stops, unless its pool says otherwise.
+POOL_IDLE_SECONDS = 120.0
+
+
 @dataclass
 class Pooled:
     """A parent shared by the drivers of a pool (:mod:`rlcompare.pyenvs.warm`): it stops once unused for
     ``idle_seconds``, once process ``owner`` (pid, start) has ended, or once its ``entry`` in the pool
     (the folder that names it to the drivers) is removed."""
 
-    idle_seconds: float
     entry: str
+    idle_seconds: float = POOL_IDLE_SECONDS
     owner: tuple[int, float] | None = None
-    last_used: float = 0.0
+    last_used: float = field(default_factory=time.monotonic)
     checked: float = 0.0
+
+    @classmethod
+    def of_entry(cls, entry: str) -> Pooled:
+        """The parent of ``entry``, with the settings of the pool that holds it (defaults where it has none)."""
+        try:
+            with open(os.path.join(os.path.dirname(entry.rstrip("/")), POOL_SETTINGS), encoding="utf-8") as handle:
+                settings = json.load(handle)
+            owner = settings.get("owner")
+            return cls(entry, float(settings.get("idle_seconds", POOL_IDLE_SECONDS)),
+                       (int(owner[0]), float(owner[1])) if owner and owner[1] is not None else None)
+        except (OSError, ValueError, TypeError, AttributeError, IndexError):
+            return cls(entry)
 
     def done(self, busy: bool) -> bool:
         now = time.monotonic()
-        if busy or not self.last_used:
+        if busy:
             self.last_used = now
         if now - self.last_used > self.idle_seconds:
             return True
         if now - self.checked < 0.5:
             return False
         self.checked = now
-        if self.owner is not None and (not process_alive(self.owner[0]) or process_start(self.owner[0]) != self.owner[1]):
+        if self.owner is not None and not process_is(*self.owner):
             return True
         return not os.path.exists(self.entry)
+
+
+def remove_pooled_socket(path: str, entry: str) -> None:
+    """Remove a pooled parent's socket: from its entry in the pool, or with the short folder of its own
+    it has where the pool sits deeper than a socket's path may be long."""
+    if os.path.dirname(path) == entry.rstrip("/"):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass  # the pool was removed
+    else:
+        shutil.rmtree(os.path.dirname(path), ignore_errors=True)
 
 
 def serve(path: str, preloaded: Preloaded, pooled: Pooled | None = None) -> None:
@@ -115,13 +145,7 @@ def serve(path: str, preloaded: Preloaded, pooled: Pooled | None = None) -> None
         if pooled is not None and pooled.done(busy=bool(children) or listener in readable):
             break
     if pooled is not None:  # no driver connects to a parent that stopped
-        if os.path.dirname(path) == pooled.entry.rstrip("/"):
-            try:
-                os.unlink(path)
-            except OSError:
-                pass  # the pool was removed
-        else:  # a folder of its own (a deep pool)
-            shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+        remove_pooled_socket(path, pooled.entry)
     else:  # a driver's own parent's folder: nothing in it is read once the driver has gone (it may have been killed)
         shutil.rmtree(os.path.dirname(path), ignore_errors=True)
     listener.close()
@@ -303,10 +327,7 @@ def _reap(children: dict[int, socket.socket], learning: Learning) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     path, launched_at, modules = argv[0], float(argv[1]), json.loads(argv[2])
-    pooled = None
-    if len(argv) >= 6:  # a pool's: OWNER_PID:OWNER_START (or -) IDLE_SECONDS ENTRY_FOLDER
-        pid, _, start = argv[3].partition(":")
-        pooled = Pooled(float(argv[4]), argv[5], (int(pid), float(start)) if start else None)
+    pooled = Pooled.of_entry(argv[3]) if len(argv) > 3 else None  # a pool's: its entry folder
     serve(path, preload([str(name) for name in modules], launched_at), pooled)
     return 0
 

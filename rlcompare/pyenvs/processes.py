@@ -48,9 +48,8 @@ def enter_environment(env: dict[str, str], python: str, keep_import_path: bool =
     """Make ``env`` that of a process in the adapter environment of ``python``: nothing of the
     driver's import path leaks in (unless ``keep_import_path``), and a framework that starts ``python``
     gets the environment's."""
-    for name in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP"):
-        if not keep_import_path or name != "PYTHONPATH":
-            env.pop(name, None)
+    for name in ("PYTHONHOME", "PYTHONSTARTUP") if keep_import_path else ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP"):
+        env.pop(name, None)
     bin_dir = Path(python).parent
     env["VIRTUAL_ENV"] = str(bin_dir.parent)
     env["PATH"] = os.pathsep.join([str(bin_dir), *[part for part in env.get("PATH", "").split(os.pathsep) if part]])

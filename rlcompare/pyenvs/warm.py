@@ -38,10 +38,11 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from rlcompare.harness.driver_watch import ATTEMPT_ENV, DRIVER_FD_ENV, RUN_ID_ENV
-from rlcompare.harness.run_directory import process_alive, process_start
+from rlcompare.harness.run_directory import process_alive, process_is, process_start
+from rlcompare.harness.zygote import POOL_IDLE_SECONDS, POOL_SETTINGS, remove_pooled_socket
 
 #: Set to 1 to start every local run warm (what ``--warm-start`` sets for the driver and its runs).
 WARM_START_ENV = "RLCOMPARE_WARM_START"
@@ -60,9 +61,6 @@ IDLE_SECONDS = 300.0
 READY_TIMEOUT_SECONDS = 300.0
 #: A folder where the parents of every driver that names it are shared (:func:`open_pool`).
 WARM_POOL_ENV = "RLCOMPARE_WARM_POOL"
-#: Seconds a pooled parent waits unused before it stops, unless its pool says otherwise.
-POOL_IDLE_SECONDS = 120.0
-POOL_SETTINGS = "pool.json"
 #: Longest path a Unix socket may be bound to here (108 bytes on Linux, with its terminating zero).
 MAX_SOCKET_PATH = 100
 
@@ -260,16 +258,12 @@ def pooled_parent(pool: Path, python: str, modules: tuple[str, ...], env: Mappin
                 return PooledParent(found)
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir(mode=0o700)
-            settings = _pool_settings(pool)
-            owner = settings.get("owner")
             socket_path = str(folder / "socket")
             if len(socket_path.encode()) > MAX_SOCKET_PATH:  # a deep pool: the socket in a short folder of its own
                 socket_path = str(Path(tempfile.mkdtemp(prefix="rlcz-")) / "socket")
-            process = _start_parent(python, modules, env, folder, socket_path, pool=[
-                f"{owner[0]}:{owner[1]}" if isinstance(owner, list) and len(owner) == 2 and owner[1] is not None else "-",
-                str(float(settings.get("idle_seconds", POOL_IDLE_SECONDS))), str(folder)])
+            process = _start_parent(python, modules, env, folder, socket_path, pool_entry=str(folder))
             if process is None:
-                _remove_socket(socket_path, folder)
+                remove_pooled_socket(socket_path, str(folder))
                 return None
             _LAUNCHED.append(process)
             ready = _read_ready(process)
@@ -277,28 +271,13 @@ def pooled_parent(pool: Path, python: str, modules: tuple[str, ...], env: Mappin
             process.stdout.close()
             if not ready:
                 process.kill()
-                _remove_socket(socket_path, folder)
+                remove_pooled_socket(socket_path, str(folder))
                 return None
             (folder / "parent.json").write_text(json.dumps(
                 {"pid": process.pid, "start": process_start(process.pid), "socket": socket_path}), encoding="utf-8")
             return PooledParent(socket_path)
     except (OSError, ValueError):
         return None
-
-
-def _remove_socket(socket_path: str, folder: Path) -> None:
-    if Path(socket_path).parent == folder:
-        Path(socket_path).unlink(missing_ok=True)
-    else:
-        shutil.rmtree(Path(socket_path).parent, ignore_errors=True)
-
-
-def _pool_settings(pool: Path) -> dict[str, Any]:
-    try:
-        settings = json.loads((pool / POOL_SETTINGS).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return settings if isinstance(settings, dict) else {}
 
 
 def _pooled_socket(folder: Path) -> str | None:
@@ -308,8 +287,7 @@ def _pooled_socket(folder: Path) -> str | None:
         pid, started, socket_path = int(parent["pid"]), parent["start"], str(parent["socket"])
     except (OSError, ValueError, TypeError, KeyError):
         return None
-    alive = os.path.exists(socket_path) and process_alive(pid) and process_start(pid) == started
-    return socket_path if alive else None
+    return socket_path if os.path.exists(socket_path) and process_is(pid, started) else None
 
 
 def _launch(python: str, modules: tuple[str, ...], env: Mapping[str, str]) -> Parent | None:
@@ -331,15 +309,15 @@ def _launch(python: str, modules: tuple[str, ...], env: Mapping[str, str]) -> Pa
 
 def _start_parent(python: str, modules: tuple[str, ...], env: Mapping[str, str], folder: Path, socket_path: str,
                   log: IO[bytes] | None = None, watched: int | None = None,
-                  pool: list[str] | None = None) -> subprocess.Popen[bytes] | None:
+                  pool_entry: str | None = None) -> subprocess.Popen[bytes] | None:
     """``python -m rlcompare.harness.zygote`` listening on ``socket_path``, its log in ``folder``: a driver's
-    own (watching its pipe ``watched``) or, with ``pool`` (its owner, idle seconds and entry folder), a pool's."""
+    own (watching its pipe ``watched``) or a pool's (``pool_entry``: its folder there)."""
     own_log = log is None
     stderr = (folder / "parent.log").open("wb") if log is None else log
     try:
         return subprocess.Popen(
             [python, "-m", ZYGOTE_MODULE, socket_path, repr(time.time()), json.dumps(list(modules)),
-             *(pool or [])],
+             *([pool_entry] if pool_entry else [])],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, env=dict(env),
             pass_fds=() if watched is None else (watched,), start_new_session=True)
     except OSError:
